@@ -63,6 +63,9 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 64, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # its bars would clutter stderr on every start
 
         location = resolve_model_location(model)
         try:

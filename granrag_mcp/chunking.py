@@ -1,0 +1,95 @@
+"""Hierarchical chunking: broad token windows with overlap, mid windows nested in them, sentences nested in mids.
+
+Broad chunk i covers tokens [i*(c-o), i*(c-o)+c). Every offset is a token boundary turned into an exact
+character offset, so ``text[start:end]`` is the chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from granrag_mcp.chunk import ChunkSpan
+from granrag_mcp.sentences import split_sentences
+from granrag_mcp.tokens import Tokenizer
+
+
+class ChunkSettings(BaseModel):
+    """Chunk sizes in tokenizer tokens. Part of a store's identity: changing them needs a rebuild."""
+
+    model_config = ConfigDict(frozen=True)
+
+    broad_tokens: int = Field(2048, ge=16, le=32768)
+    broad_overlap: int = Field(200, ge=0)
+    mid_tokens: int = Field(512, ge=8)
+    sentence_max_tokens: int = Field(128, ge=4)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChunkSettings:
+        if self.broad_overlap >= self.broad_tokens:
+            raise ValueError(
+                f"broad overlap ({self.broad_overlap}) must be smaller than the broad chunk size "
+                f"({self.broad_tokens}); lower GRANRAG_BROAD_OVERLAP"
+            )
+        if self.mid_tokens > self.broad_tokens:
+            raise ValueError(
+                f"mid chunk size ({self.mid_tokens}) cannot exceed the broad chunk size ({self.broad_tokens})"
+            )
+        return self
+
+
+def token_windows(n_tokens: int, size: int, overlap: int = 0) -> Iterator[tuple[int, int]]:
+    """Token ranges [i*(size-overlap), i*(size-overlap)+size), clipped to n_tokens; none fully inside the previous."""
+    stride = size - overlap
+    begin = 0
+    while begin < n_tokens:
+        end = min(begin + size, n_tokens)
+        yield begin, end
+        if end == n_tokens:
+            return
+        begin += stride
+
+
+def chunk_document(text: str, tokenizer: Tokenizer, settings: ChunkSettings) -> list[ChunkSpan]:
+    """All chunks of one document: broad, then mid, then narrow, each level in document order."""
+    bounds = tokenizer.boundaries(text)
+    n_tokens = len(bounds) - 1
+    broad: list[ChunkSpan] = []
+    mid: list[ChunkSpan] = []
+    narrow: list[ChunkSpan] = []
+    for b_begin, b_end in token_windows(n_tokens, settings.broad_tokens, settings.broad_overlap):
+        if bounds[b_begin] == bounds[b_end]:
+            continue
+        broad_seq = len(broad)
+        broad.append(ChunkSpan("broad", broad_seq, int(bounds[b_begin]), int(bounds[b_end]), b_end - b_begin, None))
+        for m_begin, m_end in token_windows(b_end - b_begin, settings.mid_tokens):
+            start, end = int(bounds[b_begin + m_begin]), int(bounds[b_begin + m_end])
+            if not text[start:end].strip():
+                continue
+            mid_seq = len(mid)
+            mid.append(ChunkSpan("mid", mid_seq, start, end, m_end - m_begin, broad_seq))
+            for s_start, s_end, s_tokens in _sentences(text, start, end, tokenizer, settings.sentence_max_tokens):
+                narrow.append(ChunkSpan("narrow", len(narrow), s_start, s_end, s_tokens, mid_seq))
+    return broad + mid + narrow
+
+
+def _sentences(
+    text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int
+) -> Iterator[tuple[int, int, int]]:
+    """Sentence spans inside text[start:end]; a sentence over `max_tokens` is cut at token boundaries."""
+    for s_start, s_end in split_sentences(text[start:end]):
+        s_start += start
+        s_end += start
+        bounds = tokenizer.boundaries(text[s_start:s_end])
+        n_tokens = len(bounds) - 1
+        for p_begin, p_end in token_windows(n_tokens, max_tokens):
+            p_start, p_stop = s_start + int(bounds[p_begin]), s_start + int(bounds[p_end])
+            piece = text[p_start:p_stop]
+            if not piece.strip():
+                continue
+            # Trim whitespace the cut left at the edges so the span is the sentence text proper.
+            p_start += len(piece) - len(piece.lstrip())
+            p_stop -= len(piece) - len(piece.rstrip())
+            yield p_start, p_stop, p_end - p_begin
+

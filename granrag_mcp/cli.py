@@ -1,0 +1,272 @@
+"""The `granrag-mcp` command: index, status, search, recover, serve.
+
+Heavy modules are imported inside the commands, after the arguments are parsed, so `--help` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from granrag_mcp import __version__
+from granrag_mcp.errors import GranragError
+
+log = logging.getLogger("granrag_mcp")
+
+_SETTING_FLAGS = {
+    "store": "store",
+    "model": "model",
+    "vector_mode": "vector_mode",
+    "broad_tokens": "broad_tokens",
+    "broad_overlap": "broad_overlap",
+    "mid_tokens": "mid_tokens",
+    "sentence_max_tokens": "sentence_max_tokens",
+    "batch_size": "batch_size",
+    "reranker": "reranker",
+    "cross_encoder": "cross_encoder",
+    "transport": "transport",
+    "host": "host",
+    "port": "port",
+    "log_level": "log_level",
+}
+
+
+def _add_store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", type=Path, help="index store folder (env GRANRAG_STORE, default ./index_store)")
+
+
+def _add_model(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="sentence-transformers model name or local path (env GRANRAG_MODEL)")
+    parser.add_argument(
+        "--vector-mode", choices=["mean", "truncate", "windows"],
+        help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="granrag-mcp",
+        description="Dual-granular and hierarchical retrieval over persistent FAISS indices, as an MCP server.",
+    )
+    parser.add_argument("--version", action="version", version=f"granrag-mcp {__version__}")
+    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    index = commands.add_parser(
+        "index", help="index files and folders (incremental)",
+        description="Index .txt, .md, .pdf, .html and .htm files (folders are walked recursively) into broad, mid "
+        "and narrow chunks with FAISS and BM25 indices. Re-running re-embeds only new or changed documents.",
+    )
+    index.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders to index")
+    _add_store(index)
+    _add_model(index)
+    index.add_argument("--prune", action="store_true", help="remove documents that are no longer under PATH")
+    index.add_argument("--rebuild", action="store_true", help="start over: ignore the current index")
+    index.add_argument("--broad-tokens", type=int, help="tokens per broad chunk (default 2048)")
+    index.add_argument("--broad-overlap", type=int, help="tokens shared by consecutive broad chunks (default 200)")
+    index.add_argument("--mid-tokens", type=int, help="tokens per mid chunk (default 512)")
+    index.add_argument("--sentence-max-tokens", type=int, help="longer sentences are split (default 128)")
+    index.add_argument("--batch-size", type=int, help="texts per embedding batch (default 64)")
+    index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    index.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    status = commands.add_parser("status", help="show what the index holds", description="Documents, chunks per "
+                                 "level, model, size on disk and generation of the current index.")
+    _add_store(status)
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+
+    search = commands.add_parser("search", help="search the index from a terminal",
+                                 description="Search one level of the index and print the hits.")
+    search.add_argument("query", help="what to look for")
+    _add_store(search)
+    _add_model(search)
+    search.add_argument("--level", choices=["broad", "mid", "narrow"], default="narrow", help="level (default narrow)")
+    search.add_argument("-k", type=int, default=5, help="number of hits (1-100, default 5)")
+    search.add_argument("--lexical", action="store_true", help="fuse BM25 with the dense hits (RRF)")
+    search.add_argument("--json", action="store_true", help="print hits as JSON")
+
+    recover = commands.add_parser(
+        "recover", help="fall back to the previous intact generation",
+        description="Make the newest intact generation older than the current one current again "
+        "(after the current one was damaged).",
+    )
+    _add_store(recover)
+
+    serve = commands.add_parser("serve", help="run the MCP server (stdio or streamable HTTP)",
+                                description="Serve the index to MCP clients. Read-only: indexing stays in `index`.")
+    _add_store(serve)
+    _add_model(serve)
+    serve.add_argument("--transport", choices=["stdio", "http"], help="MCP transport (default stdio)")
+    serve.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default 8765)")
+    serve.add_argument("--reranker", help="auto, embedding, cross-encoder, or a cross-encoder name or local path")
+    serve.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (name or local path)")
+    serve.add_argument(
+        "--index-if-empty", type=Path, metavar="PATH",
+        help="if the store holds no index yet, index PATH first (the README's run command uses docs/)",
+    )
+    return parser
+
+
+def load_settings(args: argparse.Namespace):
+    from granrag_mcp.settings import Settings
+
+    overrides: dict[str, Any] = {}
+    for attribute, field in _SETTING_FLAGS.items():
+        value = getattr(args, attribute, None)
+        if value is not None:
+            overrides[field] = value
+    return Settings(**overrides)
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level), format="[granrag] %(levelname)s %(message)s")
+    for noisy in ("sentence_transformers", "transformers", "httpx", "faiss"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings(args)
+        _configure_logging(settings.log_level)
+        handler = {"index": cmd_index, "status": cmd_status, "search": cmd_search, "recover": cmd_recover,
+                   "serve": cmd_serve}[args.command]
+        return handler(args, settings) or 0
+    except GranragError as exc:
+        print(f"granrag-mcp: error: {exc}", file=sys.stderr)
+        return 1
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors())
+        print(f"granrag-mcp: error: invalid settings: {problems}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("granrag-mcp: interrupted", file=sys.stderr)
+        return 130
+
+
+def run_index(paths: list[Path], settings, *, prune: bool = False, rebuild: bool = False, quiet: bool = False):
+    from granrag_mcp.engine import make_embedder
+    from granrag_mcp.indexer import index_paths
+    from granrag_mcp.progress import Progress
+    from granrag_mcp.tokens import get_tokenizer
+
+    return index_paths(
+        paths, settings.store,
+        embedder_factory=lambda: make_embedder(settings), tokenizer=get_tokenizer(settings.tokenizer),
+        chunking=settings.chunking, vector_mode=settings.vector_mode, model_name=settings.model,
+        prune=prune, rebuild=rebuild, progress=Progress(enabled=not quiet),
+    )
+
+
+def cmd_index(args: argparse.Namespace, settings) -> int:
+    summary = run_index(args.paths, settings, prune=args.prune, rebuild=args.rebuild, quiet=args.quiet)
+    if args.json:
+        print(json.dumps({**summary.__dict__, "store": str(summary.store)}, indent=2))
+        return 0
+    state = f"committed generation {summary.generation}" if summary.committed else (
+        f"no changes; generation {summary.generation} stays current")
+    print(
+        f"{state} in {summary.store}: {summary.added} added, {summary.updated} updated, {summary.unchanged} unchanged, "
+        f"{summary.removed} removed, {len(summary.failed)} failed, {summary.unsupported} unsupported files skipped"
+    )
+    for path, reason in summary.failed:
+        print(f"  failed: {path}: {reason}")
+    return 0
+
+
+def store_status(store: Path) -> dict[str, Any]:
+    from granrag_mcp.store.store import Snapshot
+
+    snapshot = Snapshot.open(store)
+    try:
+        manifest = snapshot.manifest
+        size = sum(p.stat().st_size for p in Path(store).rglob("*") if p.is_file())
+        return {
+            "store": str(store),
+            "generation": manifest.generation,
+            "created_at": manifest.created_at,
+            "documents": manifest.counts.get("documents", 0),
+            "chunks": {level: manifest.counts.get(level, 0) for level in ("broad", "mid", "narrow")},
+            "model": manifest.identity.model,
+            "dimension": manifest.identity.dimension,
+            "vector_mode": manifest.identity.vector_mode,
+            "tokenizer": manifest.identity.tokenizer,
+            "chunking": manifest.identity.chunking.model_dump(),
+            "size_bytes": size,
+        }
+    finally:
+        snapshot.close()
+
+
+def cmd_status(args: argparse.Namespace, settings) -> int:
+    status = store_status(settings.store)
+    if args.json:
+        print(json.dumps(status, indent=2))
+        return 0
+    chunks = status["chunks"]
+    print(f"store       {status['store']}")
+    print(f"generation  {status['generation']} (committed {status['created_at']})")
+    print(f"documents   {status['documents']}")
+    print(f"chunks      broad {chunks['broad']}, mid {chunks['mid']}, narrow {chunks['narrow']}")
+    print(f"model       {status['model']} (dimension {status['dimension']}, vectors: {status['vector_mode']})")
+    print(f"tokenizer   {status['tokenizer']} {status['chunking']}")
+    print(f"size        {status['size_bytes'] / 1e6:.1f} MB")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, settings) -> int:
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.errors import InvalidInputError
+
+    if not 1 <= args.k <= 100:
+        raise InvalidInputError(f"-k must be between 1 and 100, got {args.k}")
+    engine = Engine(settings, load_reranker_now=False)
+    hits = engine.view().search(args.query, args.level, args.k, lexical=args.lexical)
+    if args.json:
+        rows = [{"chunk_id": h.chunk.public_id, "doc_id": h.chunk.doc_id, "start": h.chunk.start,
+                 "end": h.chunk.end, "score": h.score, "text": h.chunk.text} for h in hits]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    for rank, hit in enumerate(hits, 1):
+        c = hit.chunk
+        snippet = " ".join(c.text.split())
+        snippet = snippet if len(snippet) <= 300 else snippet[:297] + "..."
+        print(f"{rank:>2}. {c.public_id}  {c.doc_id} [{c.start}:{c.end}]  score {hit.score:.3f}\n    {snippet}")
+    if not hits:
+        print("no hits")
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace, settings) -> int:
+    from granrag_mcp.store.store import StoreWriter
+
+    with StoreWriter(settings.store, command="recover") as writer:
+        name = writer.rollback()
+    print(f"{name} is current again in {settings.store}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings) -> int:
+    from granrag_mcp.store.store import read_current
+
+    if args.index_if_empty is not None and read_current(settings.store) is None:
+        log.info("no index in %s yet: indexing %s first", settings.store, args.index_if_empty)
+        run_index([args.index_if_empty], settings)
+    from granrag_mcp.server import run_server
+
+    run_server(settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Wiring: settings -> embedder, live store, reranker. One engine per process; one view per request."""
+
+from __future__ import annotations
+
+import logging
+
+from granrag_mcp.embedding import Embedder, SentenceTransformerEmbedder
+from granrag_mcp.errors import StoreNotFoundError
+from granrag_mcp.rerank import Reranker, load_reranker
+from granrag_mcp.retrieval import View
+from granrag_mcp.settings import Settings
+from granrag_mcp.store.live import LiveStore
+from granrag_mcp.store.manifest import StoreIdentity
+from granrag_mcp.store.store import read_current
+from granrag_mcp.tokens import get_tokenizer
+
+log = logging.getLogger(__name__)
+
+
+def identity_for(settings: Settings, dimension: int) -> StoreIdentity:
+    return StoreIdentity(
+        model=settings.model,
+        dimension=dimension,
+        tokenizer=settings.tokenizer,
+        vector_mode=settings.vector_mode,
+        chunking=settings.chunking,
+    )
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    return SentenceTransformerEmbedder(settings.model, batch_size=settings.batch_size)
+
+
+class Engine:
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+        load_reranker_now: bool = True,
+    ) -> None:
+        if read_current(settings.store) is None:  # fail before the slow model load
+            raise StoreNotFoundError(
+                f"no index at {settings.store}: build one with `granrag-mcp index PATH... --store {settings.store}`"
+            )
+        self.settings = settings
+        self.tokenizer = get_tokenizer(settings.tokenizer)
+        self.embedder = embedder or make_embedder(settings)
+        self.live = LiveStore(settings.store, identity_for(settings, self.embedder.dimension))
+        if reranker is None and load_reranker_now:
+            reranker = load_reranker(settings.reranker, self.embedder, settings.cross_encoder)
+        self.reranker = reranker
+        if reranker is not None:
+            log.info("reranker: %s", reranker.name)
+
+    def view(self) -> View:
+        return View(self.live.snapshot(), self.embedder, self.reranker)

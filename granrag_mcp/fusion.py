@@ -1,0 +1,109 @@
+"""Weighted reciprocal rank fusion of several ranked lists into one.
+
+Pure functions: no I/O, and the inputs are never modified.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+DEFAULT_RRF_K = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """What one ranked list said about one key."""
+
+    rank: int  # 1-based rank in that list
+    score: float  # the score the key had in that list
+    fused: float  # what this list added to the fused score: weight / (k + rank)
+
+
+@dataclass(frozen=True, slots=True)
+class FusedItem(Generic[K]):
+    key: K
+    score: float
+    contributions: Mapping[str, Contribution]  # list name -> contribution; only lists holding the key
+
+
+def reciprocal_rank_fusion(
+    lists: Mapping[str, Sequence[tuple[K, float]]],
+    weights: Mapping[str, float] | None = None,
+    k: int = DEFAULT_RRF_K,
+) -> list[FusedItem[K]]:
+    """Fuse best-first `(key, score)` lists: fused(key) = sum of weight / (k + rank) over lists holding key.
+
+    A key repeated within one list counts once, at its first (best) rank, and later repeats are
+    dropped before ranking, so they do not push the keys behind them down. A list without a
+    weight has weight 1.0. The result is sorted by fused score, highest first; ties go to the
+    key with the best rank in any list, then to the key that appeared first (lists in mapping
+    order, each read best-first).
+    """
+    _check_k(k)
+    resolved_weights = _resolve_weights(lists, weights or {})
+
+    contributions: dict[K, dict[str, Contribution]] = {}
+    for list_name, ranked in lists.items():
+        weight = resolved_weights[list_name]
+        for rank, (key, score) in enumerate(_first_occurrences(ranked), start=1):
+            contribution = Contribution(rank=rank, score=float(score), fused=weight / (k + rank))
+            contributions.setdefault(key, {})[list_name] = contribution
+
+    # dicts keep insertion order, so enumeration order is the order of first appearance.
+    fused = [
+        (
+            FusedItem(key=key, score=_sum_contributions(by_list), contributions=MappingProxyType(by_list)),
+            appearance,
+        )
+        for appearance, (key, by_list) in enumerate(contributions.items())
+    ]
+    fused.sort(key=lambda pair: (-_tie_insensitive(pair[0].score), _best_rank(pair[0]), pair[1]))
+    return [item for item, _ in fused]
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"the RRF constant k must be an integer >= 1, got {k!r}")
+
+
+def _resolve_weights(lists: Mapping[str, object], weights: Mapping[str, float]) -> dict[str, float]:
+    unknown = sorted(set(weights) - set(lists))
+    if unknown:
+        valid = ", ".join(sorted(lists)) or "(none)"
+        raise ValueError(f"weights given for unknown lists {unknown}; valid list names are: {valid}")
+    resolved = {}
+    for list_name in lists:
+        weight = float(weights.get(list_name, 1.0))
+        if not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"weight of list {list_name!r} must be a finite number >= 0, got {weight!r}")
+        resolved[list_name] = weight
+    return resolved
+
+
+def _first_occurrences(ranked: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:
+    seen: set[K] = set()
+    unique = []
+    for key, score in ranked:
+        if key not in seen:
+            seen.add(key)
+            unique.append((key, score))
+    return unique
+
+
+def _sum_contributions(by_list: Mapping[str, Contribution]) -> float:
+    return sum(contribution.fused for contribution in by_list.values())
+
+
+def _tie_insensitive(score: float) -> float:
+    # Equal sums added in another order can differ in the last bit; round so that they still tie.
+    return float(f"{score:.12g}")
+
+
+def _best_rank(item: FusedItem[K]) -> int:
+    return min(contribution.rank for contribution in item.contributions.values())

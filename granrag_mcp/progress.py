@@ -1,0 +1,32 @@
+"""Progress lines on stderr for long runs. Never stdout: over stdio that belongs to the protocol."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Throttled 'stage: done/total' lines; silent when disabled."""
+
+    def __init__(self, enabled: bool = True, stream: TextIO | None = None, interval: float = 1.0) -> None:
+        self.enabled = enabled
+        self._stream = stream or sys.stderr
+        self._interval = interval
+        self._last = 0.0
+
+    def message(self, text: str) -> None:
+        if self.enabled:
+            print(f"[granrag] {text}", file=self._stream, flush=True)
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (done < total and now - self._last < self._interval):
+            return
+        self._last = now
+        percent = 100 * done // total if total else 100
+        self.message(f"{stage}: {done}/{total} ({percent}%)")
+
+    def callback(self, stage: str):
+        return lambda done, total: self.update(stage, done, total)

@@ -1,0 +1,328 @@
+"""Retrieval over one snapshot: level search, dual-granularity union, weighted RRF, windows, parents, rerank, HRR.
+
+This is the plain core that the MCP tools, the CLI and the evaluation all call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from granrag_mcp.chunk import CHILD_LEVEL, LEVELS, Chunk, Level, parse_chunk_id
+from granrag_mcp.embedding import Embedder
+from granrag_mcp.errors import InvalidInputError, UnknownChunkError
+from granrag_mcp.fusion import DEFAULT_RRF_K, Contribution, reciprocal_rank_fusion
+from granrag_mcp.rerank import Reranker
+from granrag_mcp.store.store import Snapshot
+
+MAX_QUERY_CHARS = 4000
+RRF_LISTS = ("broad_dense", "broad_lexical", "narrow_dense", "narrow_lexical")
+HEAVY_OVERLAP = 0.5  # two spans sharing at least this share of the shorter one are the same passage
+
+
+@dataclass
+class Hit:
+    chunk: Chunk
+    score: float
+    sources: Mapping[str, Contribution] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)  # public ids of the chunks that led to this hit
+
+
+@dataclass
+class Window:
+    center: Chunk
+    members: list[Chunk]
+    doc_id: str
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class ParentGroup:
+    parent: Chunk
+    children_hit: list[str]
+    children_total: int
+    merged: bool = True
+
+
+@dataclass
+class ParentResult:
+    parents: list[ParentGroup]
+    kept: list[Chunk]  # children left as they were (auto-merging below the threshold)
+
+
+@dataclass
+class RerankResult:
+    reranker: str
+    hits: list[Hit]
+
+
+def overlap_share(a: Chunk, b: Chunk) -> float:
+    if a.doc_id != b.doc_id:
+        return 0.0
+    shared = min(a.end, b.end) - max(a.start, b.start)
+    return max(shared, 0) / max(min(a.end - a.start, b.end - b.start), 1)
+
+
+def dedupe_by_span(hits: Sequence[Hit]) -> list[Hit]:
+    """Drop a hit whose span is mostly the span of a better-ranked hit (copies made by the broad overlap)."""
+    kept: list[Hit] = []
+    for hit in hits:
+        if all(overlap_share(hit.chunk, k.chunk) < HEAVY_OVERLAP for k in kept):
+            kept.append(hit)
+    return kept
+
+
+def check_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInputError("the query is empty: pass a question or keywords to search for")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"the query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}: shorten it")
+    return query.strip()
+
+
+class View:
+    """All retrieval operations, bound to one snapshot so a request never mixes generations."""
+
+    def __init__(self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None) -> None:
+        self.snapshot = snapshot
+        self.embedder = embedder
+        self.reranker = reranker
+        self._catalog = snapshot.catalog
+
+    # --- ids and chunks ----------------------------------------------------------------------------------------
+
+    def resolve(self, public_ids: Sequence[str], level: Level | None = None) -> list[Chunk]:
+        """Chunks for public ids, in the given order (duplicates removed); clear errors for bad ids."""
+        parsed: list[tuple[str, Level, int]] = []
+        for value in public_ids:
+            chunk_level, chunk_id = parse_chunk_id(value)
+            if level is not None and chunk_level != level:
+                raise InvalidInputError(f"{value!r} is a {chunk_level} chunk; this needs {level} chunk ids")
+            parsed.append((value, chunk_level, chunk_id))
+        found = self._catalog.chunks([chunk_id for _, _, chunk_id in parsed])
+        missing = [value for value, chunk_level, chunk_id in parsed
+                   if chunk_id not in found or found[chunk_id].level != chunk_level]
+        if missing:
+            raise UnknownChunkError(
+                f"unknown chunk id(s) {', '.join(missing)}: not in the current index (generation "
+                f"{self.snapshot.generation}); ids come from search results of this index, and ids of re-indexed "
+                "documents change, so search again"
+            )
+        out, seen = [], set()
+        for _, _, chunk_id in parsed:
+            if chunk_id not in seen:
+                seen.add(chunk_id)
+                out.append(found[chunk_id])
+        return out
+
+    def _hits(self, scored: Sequence[tuple[int, float]]) -> list[Hit]:
+        chunks = self._catalog.chunks([chunk_id for chunk_id, _ in scored])
+        return [Hit(chunks[chunk_id], score) for chunk_id, score in scored if chunk_id in chunks]
+
+    # --- single level ------------------------------------------------------------------------------------------
+
+    def query_vector(self, query: str) -> np.ndarray:
+        return self.embedder.embed([check_query(query)])[0]
+
+    def dense(self, level: Level, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        return self.snapshot.vectors[level].search(vector, k)
+
+    def lexical(self, level: Level, query: str, k: int) -> list[tuple[int, float]]:
+        return self.snapshot.lexical[level].search(query, k)
+
+    def search(self, query: str, level: Level, k: int, lexical: bool = False, rrf_k: int = DEFAULT_RRF_K) -> list[Hit]:
+        """Dense search at one level (fused with BM25 by RRF when `lexical`), copies of one span removed."""
+        vector = self.query_vector(query)
+        depth = max(2 * k, k + 10)
+        dense = self.dense(level, vector, depth)
+        if not lexical:
+            return dedupe_by_span(self._hits(dense))[:k]
+        lists = {f"{level}_dense": dense, f"{level}_lexical": self.lexical(level, query, depth)}
+        fused = reciprocal_rank_fusion(lists, k=rrf_k)
+        chunks = self._catalog.chunks([item.key for item in fused])
+        hits = [Hit(chunks[item.key], item.score, item.contributions) for item in fused]
+        return dedupe_by_span(hits)[:k]
+
+    # --- dual granularity --------------------------------------------------------------------------------------
+
+    def search_union(self, query: str, k: int, fine_level: Level = "narrow") -> list[Hit]:
+        """Broad and fine hits united and ordered by score; a fine hit inside a returned broad hit is dropped."""
+        vector = self.query_vector(query)
+        depth = max(2 * k, k + 10)
+        broad = dedupe_by_span(self._hits(self.dense("broad", vector, depth)))
+        fine = dedupe_by_span(self._hits(self.dense(fine_level, vector, depth)))
+        result: list[Hit] = []
+        for hit in sorted(broad + fine, key=lambda h: -h.score):
+            if hit.chunk.level == "broad":
+                result = [h for h in result if h.chunk.level == "broad" or not _inside(h.chunk, hit.chunk)]
+                result.append(hit)
+            elif not any(h.chunk.level == "broad" and _inside(hit.chunk, h.chunk) for h in result):
+                result.append(hit)
+            if len(result) >= k:
+                break
+        return result[:k]
+
+    def search_rrf(
+        self,
+        query: str,
+        k: int,
+        level: Level = "mid",
+        weights: Mapping[str, float] | None = None,
+        rrf_k: int = DEFAULT_RRF_K,
+        lexical: bool = True,
+        depth: int | None = None,
+    ) -> list[Hit]:
+        """Weighted RRF over the dense (and lexical) lists of the broad and narrow levels, mapped to `level`."""
+        query = check_query(query)
+        weights = dict(weights or {})
+        unknown = sorted(set(weights) - set(RRF_LISTS))
+        if unknown:
+            raise InvalidInputError(f"unknown weight name(s) {unknown}; use {', '.join(RRF_LISTS)}")
+        vector = self.embedder.embed([query])[0]
+        depth = depth or max(3 * k, 30)
+        raw = {"broad_dense": self.dense("broad", vector, depth), "narrow_dense": self.dense("narrow", vector, depth)}
+        if lexical:
+            raw["broad_lexical"] = self.lexical("broad", query, depth)
+            raw["narrow_lexical"] = self.lexical("narrow", query, depth)
+        lists = {name: self._map_to_level(scored, level, vector) for name, scored in raw.items()}
+        fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in weights.items() if n in lists}, k=rrf_k)
+        chunks = self._catalog.chunks([item.key for item in fused])
+        hits = [Hit(chunks[item.key], item.score, item.contributions) for item in fused]
+        return dedupe_by_span(hits)[:k]
+
+    def _map_to_level(self, scored: list[tuple[int, float]], level: Level, vector: np.ndarray) -> list[tuple[int, float]]:
+        """Finer hits become their ancestor at `level`; a broad hit becomes its best-matching descendant."""
+        if not scored:
+            return []
+        chunks = self._catalog.chunks([chunk_id for chunk_id, _ in scored])
+        source_level = next(iter(chunks.values())).level
+        if source_level == level:
+            return scored
+        if LEVELS.index(source_level) > LEVELS.index(level):  # finer than the target: climb
+            ancestors = self.ancestors(chunks, level)
+            return [(ancestors[chunk_id], score) for chunk_id, score in scored if chunk_id in ancestors]
+        return [(self.best_descendant(chunk_id, level, vector), score) for chunk_id, score in scored]
+
+    def ancestors(self, chunks: Mapping[int, Chunk], level: Level) -> dict[int, int]:
+        """For chunks of one level, the id of each one's ancestor at the coarser `level`."""
+        current = dict(chunks)
+        while any(c.level != level for c in current.values()):
+            parents = self._catalog.chunks(list({c.parent_id for c in current.values()}))
+            current = {orig: parents[c.parent_id] for orig, c in current.items()}
+        return {orig: c.id for orig, c in current.items()}
+
+    def best_descendant(self, chunk_id: int, level: Level, vector: np.ndarray) -> int:
+        current, ids = self._catalog.chunks([chunk_id])[chunk_id].level, [chunk_id]
+        while current != level:
+            ids = [c for children in self._catalog.children(ids).values() for c in children]
+            current = CHILD_LEVEL[current]  # type: ignore[assignment]
+        candidates = np.asarray(ids, dtype=np.int64)
+        scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
+        return int(candidates[int(np.argmax(scores))])
+
+    # --- context -----------------------------------------------------------------------------------------------
+
+    def expand_window(self, public_id: str, before: int = 2, after: int = 2) -> Window:
+        center = self.resolve([public_id])[0]
+        margin = 64  # the broad overlap repeats a few chunks per boundary; look far enough to skip them
+        nearby = self._catalog.chunks_by_seq(center.doc_id, center.level, center.seq - before - margin,
+                                             center.seq + after + margin)
+        ordered = document_order(nearby, center)
+        position = next(i for i, c in enumerate(ordered) if c.id == center.id)
+        members = ordered[max(position - before, 0) : position + after + 1]
+        start, end = min(c.start for c in members), max(c.end for c in members)
+        text = self._catalog.document_text(center.doc_id) or ""
+        return Window(center, members, center.doc_id, start, end, text[start:end])
+
+    def parents(self, public_ids: Sequence[str], merge_threshold: float | None = None) -> ParentResult:
+        chunks = self.resolve(public_ids)
+        orphans = [c.public_id for c in chunks if c.parent_id is None]
+        if orphans:
+            raise InvalidInputError(
+                f"{', '.join(orphans)} are broad chunks, the top of the hierarchy, and have no parent; "
+                "pass mid or narrow chunk ids"
+            )
+        by_parent: dict[int, list[Chunk]] = {}
+        for chunk in chunks:
+            by_parent.setdefault(chunk.parent_id, []).append(chunk)  # type: ignore[arg-type]
+        parents = self._catalog.chunks(list(by_parent))
+        totals = self._catalog.children(list(by_parent))
+        groups, kept = [], []
+        for parent_id, children in by_parent.items():
+            total = len(totals[parent_id])
+            group = ParentGroup(parents[parent_id], [c.public_id for c in children], total)
+            if merge_threshold is not None and not len(children) / max(total, 1) > merge_threshold:
+                kept.extend(children)
+                continue
+            groups.append(group)
+        return ParentResult(groups, kept)
+
+    # --- reranking ---------------------------------------------------------------------------------------------
+
+    def rerank(self, query: str, public_ids: Sequence[str], top_n: int) -> RerankResult:
+        query = check_query(query)
+        if self.reranker is None:
+            raise InvalidInputError("no reranker is configured on this server")
+        chunks = self.resolve(public_ids)
+        return RerankResult(self.reranker.name, self._rerank_chunks(query, chunks)[:top_n])
+
+    def _rerank_chunks(self, query: str, chunks: Sequence[Chunk]) -> list[Hit]:
+        if not chunks:
+            return []
+        scores = self.reranker.score(query, [c.text for c in chunks])  # type: ignore[union-attr]
+        return sorted((Hit(c, float(s)) for c, s in zip(chunks, scores)), key=lambda h: -h.score)
+
+    def hrr_search(self, query: str, k: int = 5, sentence_k: int = 30, mid_k: int = 10, rerank_n: int = 20) -> RerankResult:
+        """Hierarchical Re-ranker Retriever: sentences and mid chunks, reranked at mid, returned as broad parents."""
+        query = check_query(query)
+        if self.reranker is None:
+            raise InvalidInputError("no reranker is configured on this server")
+        vector = self.embedder.embed([query])[0]
+        sentence_mids = self._map_to_level(self.dense("narrow", vector, sentence_k), "mid", vector)
+        mids = self.dense("mid", vector, mid_k)
+        candidates: list[int] = []
+        for chunk_id, _ in sentence_mids + mids:
+            if chunk_id not in candidates:
+                candidates.append(chunk_id)
+        chunks = self._catalog.chunks(candidates[:rerank_n])
+        ranked = self._rerank_chunks(query, [chunks[i] for i in candidates[:rerank_n] if i in chunks])
+        parents = self._catalog.chunks(list({h.chunk.parent_id for h in ranked}))
+        out: dict[int, Hit] = {}
+        for hit in ranked:
+            parent_id = hit.chunk.parent_id
+            if parent_id not in out:
+                out[parent_id] = Hit(parents[parent_id], hit.score)
+            out[parent_id].evidence.append(hit.chunk.public_id)
+        return RerankResult(self.reranker.name, dedupe_by_span(list(out.values()))[:k])
+
+    # --- discovery ---------------------------------------------------------------------------------------------
+
+    def list_documents(self, prefix: str | None, limit: int, offset: int):
+        return self._catalog.documents(prefix, limit, offset), self._catalog.count_documents(prefix)
+
+    def get_chunks(self, public_ids: Sequence[str]) -> list[Chunk]:
+        return self.resolve(public_ids)
+
+
+def _inside(inner: Chunk, outer: Chunk) -> bool:
+    return inner.doc_id == outer.doc_id and inner.start >= outer.start and inner.end <= outer.end
+
+
+def document_order(chunks: Sequence[Chunk], pinned: Chunk) -> list[Chunk]:
+    """Chunks of one level in reading order, without the copies the broad overlap made; `pinned` always stays."""
+    out: list[Chunk] = []
+    reach = -1
+    for chunk in sorted(chunks, key=lambda c: (c.start, -c.end, c.seq)):
+        if chunk.id == pinned.id:
+            out.append(chunk)
+        elif overlap_share(chunk, pinned) >= HEAVY_OVERLAP or chunk.end <= reach:
+            continue
+        else:
+            out.append(chunk)
+        reach = max(reach, chunk.end)
+    return out
+

@@ -1,0 +1,188 @@
+"""Sentence boundaries as character spans, for the narrow (sentence) chunk level.
+
+Two passes, both linear in the length of the text:
+
+1. Lines are grouped into blocks. A blank line, a list item, a markdown heading, a
+   horizontal rule, or a line ending without punctuation followed by a line starting with
+   an uppercase letter ends a block. Wrapped prose (the next line starts lowercase) stays
+   in one block.
+2. Inside a block, every run of terminal punctuation (. ! ? …) that is followed by
+   whitespace is a candidate boundary; abbreviations, initials, dotted acronyms and a
+   following lowercase word veto it.
+
+Spans are then stripped of surrounding whitespace, so every non-whitespace character of
+the text lies in exactly one span.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+Span = tuple[int, int]
+
+_TERMINATORS = tuple(".!?…")
+_CLOSERS = "\"'”’)]»"
+_OPENERS = "\"'“‘([«"
+
+# Possessive quantifiers and the lookbehind keep this linear on long runs of punctuation:
+# only the first character of a run can start a match.
+_SENTENCE_END = re.compile(r"(?<![.!?…])([.!?…]++)[\"'”’)\]»]*+(?=\s|\Z)")
+_LIST_MARKER = re.compile(r"(?:[-*+•‣◦▪]|\d{1,3}[.)]|\(?[A-Za-z]\)|\(\d{1,3}\))(?=\s|\Z)")
+_HEADING = re.compile(r"#{1,6}(?=\s|\Z)")
+_RULE = re.compile(r"([-=_*~])\1{2,}")
+_DOTTED_ACRONYM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
+_NEXT_WORD = re.compile(r"\s*(\S{1,40})")
+
+# Abbreviations longer than this are not looked up; it bounds the look-back per candidate.
+_MAX_TOKEN = 40
+
+# Never end a sentence, whatever follows ("Dr. Smith", "e.g. Python").
+_TITLE_ABBREVIATIONS = frozenset(
+    {
+        "dr", "mr", "mrs", "ms", "mx", "prof", "st", "mt", "vs", "cf", "viz", "approx",
+        "e.g", "i.e", "rev", "hon", "gen", "col", "capt", "lt", "sgt", "sen", "rep", "gov",
+        "messrs", "mme", "mlle",
+    }
+)
+# End a sentence unless a number follows ("No. 5", "Fig. 2", "pp. 10").
+_NUMBER_ABBREVIATIONS = frozenset(
+    {"no", "nos", "fig", "figs", "vol", "vols", "p", "pp", "ch", "sec", "eq", "eqs", "ref", "art", "nr"}
+)
+# After a dotted acronym ("U.S."), these words mark a new sentence; other capitals do not
+# ("the U.S. Senate").
+_SENTENCE_STARTERS = frozenset(
+    {
+        "a", "an", "the", "it", "its", "he", "she", "they", "we", "i", "you", "this", "that",
+        "these", "those", "there", "here", "in", "on", "at", "for", "but", "and", "or", "so",
+        "however", "his", "her", "their", "our", "my", "your", "if", "when", "while", "as",
+        "after", "before", "since", "then", "yes", "no", "what", "why", "how", "who", "where",
+    }
+)
+_WORD_PUNCTUATION = string.punctuation + "“”‘’«»…"
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    start: int
+    end: int
+    first: str  # first non-whitespace character
+    last: str  # last non-whitespace character
+    ends_with_terminator: bool  # terminal punctuation, possibly followed by closing quotes
+    is_list_item: bool
+    is_heading: bool
+    is_rule: bool
+
+
+def split_sentences(text: str) -> list[Span]:
+    """(start, end) spans of the sentences of `text`, in order, stripped of whitespace."""
+    spans: list[Span] = []
+    for block_start, block_end in _blocks(text):
+        _split_block(text, block_start, block_end, spans)
+    return spans
+
+
+def _blocks(text: str) -> Iterator[Span]:
+    """Runs of lines that no line break separates into different sentences."""
+    block_start: int | None = None
+    previous: _Line | None = None
+    offset = 0
+    for raw_line in text.split("\n"):
+        line = _describe_line(raw_line, offset)
+        offset += len(raw_line) + 1
+        if line is None:
+            if block_start is not None and previous is not None:
+                yield block_start, previous.end
+            block_start, previous = None, None
+            continue
+        if block_start is not None and previous is not None and _is_hard_break(previous, line):
+            yield block_start, previous.end
+            block_start = None
+        if block_start is None:
+            block_start = line.start
+        previous = line
+    if block_start is not None and previous is not None:
+        yield block_start, previous.end
+
+
+def _describe_line(raw_line: str, offset: int) -> _Line | None:
+    """Facts about one line; None for a blank line."""
+    content = raw_line.strip()
+    if not content:
+        return None
+    return _Line(
+        start=offset,
+        end=offset + len(raw_line),
+        first=content[0],
+        last=content[-1],
+        ends_with_terminator=content.rstrip(_CLOSERS).endswith(_TERMINATORS),
+        is_list_item=_LIST_MARKER.match(content) is not None,
+        is_heading=_HEADING.match(content) is not None,
+        is_rule=_RULE.fullmatch(content) is not None,
+    )
+
+
+def _is_hard_break(previous: _Line, line: _Line) -> bool:
+    if line.is_list_item or line.is_heading or previous.is_heading or previous.is_rule:
+        return True
+    if previous.ends_with_terminator:
+        return False  # the punctuation pass decides ("Dr.\nSmith" is one sentence)
+    if line.first.islower():
+        return False  # wrapped prose
+    # A title line followed by text. A line ending in ",", ":" or "-" is still mid-sentence.
+    return line.first.isupper() and (previous.last.isalnum() or previous.last in _CLOSERS)
+
+
+def _split_block(text: str, block_start: int, block_end: int, spans: list[Span]) -> None:
+    piece_start = block_start
+    for match in _SENTENCE_END.finditer(text, block_start, block_end):
+        if _ends_sentence(text, match, block_start, block_end):
+            _append_stripped(text, piece_start, match.end(), spans)
+            piece_start = match.end()
+    _append_stripped(text, piece_start, block_end, spans)
+
+
+def _ends_sentence(text: str, match: re.Match[str], block_start: int, block_end: int) -> bool:
+    following = _NEXT_WORD.match(text, match.end(), block_end)
+    if following is None:
+        return True
+    next_word = following.group(1)
+    if next_word[0].islower():
+        return False
+    terminator = match.group(1)
+    if terminator != ".":
+        return True  # "!", "?", "?!", or an ellipsis before a capital
+    token = _previous_token(text, match.start(), block_start).lstrip(_OPENERS)
+    return not _is_abbreviation(token, next_word)
+
+
+def _previous_token(text: str, position: int, block_start: int) -> str:
+    """The run of non-whitespace characters just before `position` (at most _MAX_TOKEN long)."""
+    window = text[max(block_start, position - _MAX_TOKEN) : position]
+    if not window or window[-1].isspace():
+        return ""
+    return window.rsplit(None, 1)[-1]
+
+
+def _is_abbreviation(token: str, next_word: str) -> bool:
+    """Whether `token` followed by "." and then `next_word` (not lowercase) is mid-sentence."""
+    lowered = token.lower()
+    if lowered in _TITLE_ABBREVIATIONS:
+        return True
+    if lowered in _NUMBER_ABBREVIATIONS:
+        return next_word[0].isdigit()
+    if len(token) == 1 and token.isupper():
+        return True  # an initial: "J. R. R. Tolkien"
+    if _DOTTED_ACRONYM.fullmatch(token):
+        return next_word.strip(_WORD_PUNCTUATION).lower() not in _SENTENCE_STARTERS
+    return False
+
+
+def _append_stripped(text: str, start: int, end: int, spans: list[Span]) -> None:
+    piece = text[start:end]
+    leading = len(piece) - len(piece.lstrip())
+    if leading == len(piece):
+        return
+    spans.append((start + leading, start + len(piece.rstrip())))

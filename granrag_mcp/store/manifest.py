@@ -1,0 +1,57 @@
+"""The manifest: what a generation is, what built it, and the checksum of every file in it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from granrag_mcp.chunking import ChunkSettings
+
+FORMAT_NAME = "granrag-store"
+FORMAT_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+
+VectorMode = Literal["mean", "truncate", "windows"]
+
+
+class StoreIdentity(BaseModel):
+    """Everything that must match between a store and the process that opens it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    dimension: int
+    tokenizer: str
+    vector_mode: VectorMode
+    chunking: ChunkSettings
+
+    def differences(self, wanted: StoreIdentity) -> list[str]:
+        """Human-readable 'name: store=X, requested=Y' lines for every setting that differs."""
+        out = []
+        for field in ("model", "dimension", "tokenizer", "vector_mode"):
+            have, want = getattr(self, field), getattr(wanted, field)
+            if have != want:
+                out.append(f"{field}: store={have!r}, requested={want!r}")
+        for field, have in self.chunking.model_dump().items():
+            want = getattr(wanted.chunking, field)
+            if have != want:
+                out.append(f"{field}: store={have}, requested={want}")
+        return out
+
+
+class FileEntry(BaseModel):
+    sha256: str
+    bytes: int
+
+
+class Manifest(BaseModel):
+    format: Literal["granrag-store"] = FORMAT_NAME
+    format_version: int = FORMAT_VERSION
+    generation: int = Field(ge=1)
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    identity: StoreIdentity
+    counts: dict[str, int]
+    next_chunk_id: int
+    files: dict[str, FileEntry]

