@@ -59,7 +59,7 @@ def chunk_document(text: str, tokenizer: Tokenizer, settings: ChunkSettings) -> 
     mid: list[ChunkSpan] = []
     narrow: list[ChunkSpan] = []
     for b_begin, b_end in token_windows(n_tokens, settings.broad_tokens, settings.broad_overlap):
-        if bounds[b_begin] == bounds[b_end]:
+        if not text[bounds[b_begin] : bounds[b_end]].strip():
             continue
         broad_seq = len(broad)
         broad.append(ChunkSpan("broad", broad_seq, int(bounds[b_begin]), int(bounds[b_end]), b_end - b_begin, None))

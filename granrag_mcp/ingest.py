@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+from pypdf import PasswordType, PdfReader
+
 from granrag_mcp.errors import GranragError
 
 log = logging.getLogger(__name__)
@@ -76,7 +78,7 @@ def discover(paths: Sequence[Path]) -> Discovery:
         if not root.exists():
             found.missing.append(root)
             continue
-        for path, doc_id in _candidates(root, found):
+        for path, doc_id in _candidates(root):
             suffix = path.suffix.lower()
             if suffix not in SUPPORTED_SUFFIXES:
                 found.unsupported.append(path)
@@ -90,15 +92,15 @@ def discover(paths: Sequence[Path]) -> Discovery:
     return found
 
 
-def _candidates(root: Path, found: Discovery) -> Iterator[tuple[Path, str]]:
+def _candidates(root: Path) -> Iterator[tuple[Path, str]]:
     """(path, doc_id) of every visible regular file at or under `root`."""
     if not root.is_dir():
         yield root, root.name
         return
     for path in _walk(root):
+        # Not reported as missing: the caller treats a missing path as a typo on the command line.
         if not path.exists():
             log.warning("skipped %s: broken symbolic link", path)
-            found.missing.append(path)
         elif not path.is_file():
             log.warning("skipped %s: not a regular file", path)
         else:
@@ -193,20 +195,17 @@ def _quiet_pypdf() -> Iterator[None]:
 
 
 def _extract_pdf(path: Path, data: bytes) -> ExtractedText:
-    from pypdf import PdfReader
-    from pypdf.constants import PasswordType
-
     with _quiet_pypdf():
         try:
             reader = PdfReader(io.BytesIO(data))
             if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
                 raise ExtractionError(path, "encrypted PDF that needs a password")
-            pages = [page.extract_text() or "" for page in reader.pages]
+            pages = [(page.extract_text() or "").strip() for page in reader.pages]
         except ExtractionError:
             raise
         except Exception as error:  # pypdf raises many types on damaged files
             raise ExtractionError(path, f"unreadable PDF ({type(error).__name__}: {error})") from error
-    text = _normalise_newlines("\n\n".join(pages))
+    text = _normalise_newlines("\n\n".join(page for page in pages if page))
     if not text.strip():
         raise ExtractionError(path, "no extractable text (scanned PDF?)")
     return ExtractedText(text, replaced_bytes=False)

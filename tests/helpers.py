@@ -1,0 +1,49 @@
+"""Building small stores quickly for tests, with the fake embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from granrag_mcp.chunking import ChunkSettings
+from granrag_mcp.indexer import IndexSummary, index_paths
+from granrag_mcp.tokens import get_tokenizer
+from tests.fakes import FakeEmbedder
+
+SMALL_CHUNKS = ChunkSettings(broad_tokens=64, broad_overlap=16, mid_tokens=24, sentence_max_tokens=16)
+
+TOPICS = {
+    "astronomy.md": "The telescope observed a distant quasar. Astronomers measured its redshift carefully. "
+    "The quasar emits radio waves from a black hole. Galaxies cluster along cosmic filaments.",
+    "cooking.txt": "Bake the sourdough bread at a high temperature. The crust browns in the oven. "
+    "Knead the dough for ten minutes. Let the dough rise overnight in a cool kitchen.",
+    "notes/sailing.md": "The sailboat tacked against the wind. Sailors trimmed the mainsail at dawn. "
+    "A storm pushed the yacht toward the harbour. The anchor held in the sandy bay.",
+}
+
+
+def write_corpus(folder: Path, docs: dict[str, str] = TOPICS, repeat: int = 3) -> Path:
+    for name, text in docs.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n\n".join([text] * repeat), encoding="utf-8")
+    return folder
+
+
+def index(
+    paths,
+    store: Path,
+    embedder: FakeEmbedder | None = None,
+    chunking: ChunkSettings = SMALL_CHUNKS,
+    **options,
+) -> IndexSummary:
+    embedder = embedder or FakeEmbedder()
+    return index_paths(
+        [Path(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
+        store,
+        embedder_factory=lambda: embedder,
+        tokenizer=get_tokenizer(),
+        chunking=chunking,
+        vector_mode=options.pop("vector_mode", "mean"),
+        model_name=embedder.name,
+        **options,
+    )

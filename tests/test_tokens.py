@@ -1,0 +1,38 @@
+import pytest
+
+from granrag_mcp.tokens import get_tokenizer
+
+SAMPLES = [
+    "plain ascii text, with punctuation.",
+    "Héllo wörld — naïve café",
+    "日本語のテキストと emoji 🎉🎉 mixed",
+    "👩‍👩‍👧‍👦 family and flags 🇫🇷🇩🇪",
+    "",
+    "\n\n  spaces\tand\ttabs  \n",
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return get_tokenizer()
+
+
+def test_tokenizer_is_cl100k_loaded_offline(tokenizer):
+    assert tokenizer.name == "cl100k_base"
+    assert tokenizer.count("hello world") == 2
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_boundaries_are_exact_character_offsets(tokenizer, text):
+    bounds = tokenizer.boundaries(text)
+    assert bounds[0] == 0 and bounds[-1] == len(text)
+    assert len(bounds) == tokenizer.count(text) + 1
+    assert all(a <= b for a, b in zip(bounds, bounds[1:]))
+    assert "".join(text[a:b] for a, b in zip(bounds, bounds[1:])) == text
+
+
+def test_boundary_inside_a_multibyte_character_moves_to_its_end(tokenizer):
+    text = "🎉"  # one character that cl100k splits into several byte tokens
+    bounds = tokenizer.boundaries(text).tolist()
+    assert tokenizer.count(text) > 1
+    assert set(bounds) <= {0, 1}
