@@ -164,8 +164,8 @@ def _index_with_base(
             try:
                 extracted = extract_text(source)
             except ExtractionError as exc:
-                log.warning("skipped %s: %s", source.path, exc)
-                summary.failed.append((str(source.path), str(exc)))
+                log.warning("skipped %s: %s", source.path, exc.reason)
+                summary.failed.append((str(source.path), exc.reason))
                 continue
         if extracted.replaced_bytes:
             log.warning("%s has bytes that are not valid UTF-8; they were replaced", source.path)
