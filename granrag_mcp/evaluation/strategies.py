@@ -1,0 +1,302 @@
+"""The retrieval strategies compared by the evaluation, all run through the core `View` the MCP tools use.
+
+Every strategy turns one question into two ranked, duplicate-free lists of chunk ids: one at the broad level
+and one at the mid level. What each list is:
+
+=========  ===================================================  ================================================
+strategy   broad list                                           mid list
+=========  ===================================================  ================================================
+Base       ``View.search(level="broad")``: broad dense index     ``View.search(level="mid")``: mid dense index
+           (span copies from the broad overlap dropped)
+C2P        narrow, mid and broad dense hits, each mapped to      narrow and mid dense hits mapped to their mid
+           its broad ancestor, merged by max score               chunk, broad hits to their best-matching mid
+                                                                 descendant, merged by max score
+S2P        narrow (sentence) dense hits mapped to their broad    the same sentences mapped to their mid parents
+           ancestors, in order of first occurrence
+Union      ``View.search_union`` (broad + sentences): a broad    the same list: a sentence counts as its mid
+           hit counts as itself, a sentence as its broad         parent, a broad hit as its best-matching mid
+           ancestor                                              descendant
+RRF        ``View.search_rrf(level="broad")`` (dense + BM25      ``View.search_rrf(level="mid")``
+           of the broad and narrow levels)
+HRR        ``View.hrr_search`` (broad parents of the reranked    the reranked mid candidates themselves
+           mid candidates)
+=========  ===================================================  ================================================
+
+Efficiency: the question is embedded once. `CachedEmbedder` sits between the View and the model, so the
+View's own methods (which embed their query) find the vector already computed, and the embedding
+reranker's passage windows are embedded once for the whole run instead of once per question.
+`MemoReranker` remembers the scores of one question, so the HRR mid list and `View.hrr_search` share one
+rerank.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from granrag_mcp.chunk import Level
+from granrag_mcp.embedding import Embedder, ProgressCallback
+from granrag_mcp.evaluation.metrics import Span
+from granrag_mcp.rerank import EmbeddingReranker, Reranker
+from granrag_mcp.retrieval import View, check_query
+
+STRATEGIES: tuple[str, ...] = ("Base", "C2P", "S2P", "Union", "RRF", "HRR")
+EVAL_LEVELS: tuple[Level, ...] = ("broad", "mid")
+NEEDED = 10  # the deepest cut-off reported (@10)
+DENSE_FETCH = 100  # first over-fetch of a dense list; doubled while too few distinct parents come out
+RRF_K = 2 * NEEDED  # hits asked from search_rrf (its lists are max(3k, 30) deep)
+HRR_K = 50  # broad parents asked from hrr_search: all of them (at most rerank_n)
+
+
+class CachedEmbedder:
+    """An Embedder that remembers every vector by text: each text reaches the model once per run."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.max_tokens = inner.max_tokens
+        self._vectors: dict[str, np.ndarray] = {}
+        self._windows: dict[tuple[str, int | None], list[tuple[int, int]]] = {}
+        self.model_texts = 0  # texts actually embedded by the model
+
+    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        texts = list(texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            vectors = self.inner.embed(missing, progress=progress)
+            self.model_texts += len(missing)
+            for text, vector in zip(missing, vectors):
+                self._vectors[text] = vector
+        elif progress is not None:
+            progress(len(texts), len(texts))
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._vectors[t] for t in texts])
+
+    def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
+        key = (text, max_tokens)
+        spans = self._windows.get(key)
+        if spans is None:
+            spans = self._windows[key] = self.inner.windows(text, max_tokens=max_tokens)
+        return list(spans)
+
+
+class MemoReranker:
+    """A Reranker that remembers (query, passage) scores until `forget()`; new pairs are scored in one call."""
+
+    def __init__(self, inner: Reranker) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._scores: dict[tuple[str, str], float] = {}
+        self.pairs_scored = 0
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        missing = list(dict.fromkeys(p for p in passages if (query, p) not in self._scores))
+        if missing:
+            for passage, value in zip(missing, self.inner.score(query, missing)):
+                self._scores[(query, passage)] = float(value)
+            self.pairs_scored += len(missing)
+        return [self._scores[(query, p)] for p in passages]
+
+    def forget(self) -> None:
+        self._scores.clear()
+
+
+def prime_reranker(reranker: Reranker | None, passages: Sequence[str]) -> bool:
+    """Embed every passage window of the embedding reranker in one batched pass; False if it does not apply."""
+    inner = reranker.inner if isinstance(reranker, MemoReranker) else reranker
+    if not isinstance(inner, EmbeddingReranker) or not passages:
+        return False
+    inner.score("warm-up", list(passages))  # fills the CachedEmbedder under it with every window
+    return True
+
+
+@dataclass
+class Hierarchy:
+    """Spans and ancestors of every chunk of one snapshot, read once through the View."""
+
+    spans: dict[int, Span]  # broad and mid chunk id -> (doc_id, start, end)
+    level: dict[int, Level]
+    up: dict[Level, dict[int, int]]  # target level -> {finer chunk id -> its ancestor at that level}
+    public: dict[int, str]
+    doc_ids: set[str] = field(default_factory=set)
+
+    @classmethod
+    def load(cls, view: View) -> Hierarchy:
+        catalog = view.snapshot.catalog
+        by_level = {level: {c.id: c for c in catalog.chunks_of_level(level)} for level in ("broad", "mid", "narrow")}
+        spans: dict[int, Span] = {}
+        levels: dict[int, Level] = {}
+        public: dict[int, str] = {}
+        for level in ("broad", "mid"):
+            for chunk in by_level[level].values():
+                spans[chunk.id] = (chunk.doc_id, chunk.start, chunk.end)
+                levels[chunk.id] = level
+                public[chunk.id] = chunk.public_id
+        up: dict[Level, dict[int, int]] = {"broad": {}, "mid": {}}
+        if by_level["narrow"]:
+            up["mid"].update(view.ancestors(by_level["narrow"], "mid"))
+            up["broad"].update(view.ancestors(by_level["narrow"], "broad"))
+        if by_level["mid"]:
+            up["broad"].update(view.ancestors(by_level["mid"], "broad"))
+        for level in ("broad", "mid"):
+            up[level].update({chunk_id: chunk_id for chunk_id in by_level[level]})
+        doc_ids = {c.doc_id for c in by_level["broad"].values()}
+        return cls(spans, levels, up, public, doc_ids)
+
+    def climb(self, chunk_ids: Iterable[int], level: Level) -> list[int]:
+        """Ancestors at `level` (a chunk of that level is its own), first occurrence order, duplicates dropped."""
+        table = self.up[level]
+        return list(dict.fromkeys(table[i] for i in chunk_ids if i in table))
+
+
+Ranking = dict[Level, list[int]]  # level -> ranked chunk ids of that level
+
+
+@dataclass
+class StrategyContext:
+    view: View
+    hierarchy: Hierarchy
+    question: str  # as the View sees it (check_query applied)
+    vector: np.ndarray
+
+
+def _max_merge(scored: Iterable[tuple[int, float]]) -> list[int]:
+    best: dict[int, float] = {}
+    for chunk_id, score in scored:
+        if chunk_id not in best or score > best[chunk_id]:
+            best[chunk_id] = score
+    return sorted(best, key=lambda i: -best[i])  # stable: ties keep first-seen order
+
+
+def _deep_dense(ctx: StrategyContext, level: Level, target: Level) -> list[tuple[int, float]]:
+    """Dense hits of `level`, fetched deep enough that they reach NEEDED distinct ancestors at `target`."""
+    view, size = ctx.view, len(ctx.view.snapshot.vectors[level])
+    depth = DENSE_FETCH
+    while True:
+        scored = view.dense(level, ctx.vector, depth)
+        if depth >= size or len(ctx.hierarchy.climb((i for i, _ in scored), target)) >= NEEDED:
+            return scored
+        depth *= 2
+
+
+def base(ctx: StrategyContext) -> Ranking:
+    return {level: [h.chunk.id for h in ctx.view.search(ctx.question, level, NEEDED)] for level in EVAL_LEVELS}
+
+
+def c2p(ctx: StrategyContext) -> Ranking:
+    h = ctx.hierarchy
+    narrow = _deep_dense(ctx, "narrow", "mid")
+    mid = ctx.view.dense("mid", ctx.vector, DENSE_FETCH)
+    broad = ctx.view.dense("broad", ctx.vector, DENSE_FETCH)
+    to_broad = [(h.up["broad"][i], s) for i, s in narrow + mid if i in h.up["broad"]] + broad
+    to_mid = [(h.up["mid"][i], s) for i, s in narrow if i in h.up["mid"]] + mid
+    to_mid += [(ctx.view.best_descendant(i, "mid", ctx.vector), s) for i, s in broad[: 2 * NEEDED]]
+    return {"broad": _max_merge(to_broad), "mid": _max_merge(to_mid)}
+
+
+def s2p(ctx: StrategyContext) -> Ranking:
+    narrow = [i for i, _ in _deep_dense(ctx, "narrow", "broad")]
+    return {level: ctx.hierarchy.climb(narrow, level) for level in EVAL_LEVELS}
+
+
+def union(ctx: StrategyContext) -> Ranking:
+    h, k = ctx.hierarchy, 4 * NEEDED
+    limit = len(ctx.view.snapshot.vectors["narrow"]) + len(ctx.view.snapshot.vectors["broad"])
+    while True:
+        hits = ctx.view.search_union(ctx.question, k)
+        broad = h.climb((hit.chunk.id for hit in hits), "broad")
+        mid = list(dict.fromkeys(
+            ctx.view.best_descendant(hit.chunk.id, "mid", ctx.vector) if hit.chunk.level == "broad"
+            else h.up["mid"][hit.chunk.id]
+            for hit in hits
+        ))
+        if (len(broad) >= NEEDED and len(mid) >= NEEDED) or len(hits) < k or k >= limit:
+            return {"broad": broad, "mid": mid}
+        k *= 2
+
+
+def rrf(ctx: StrategyContext) -> Ranking:
+    return {level: [hit.chunk.id for hit in ctx.view.search_rrf(ctx.question, RRF_K, level=level)]
+            for level in EVAL_LEVELS}
+
+
+def hrr(ctx: StrategyContext) -> Ranking:
+    """The broad list is `View.hrr_search`; the mid list repeats its candidate step with the same View pieces.
+
+    The reranker is a `MemoReranker`, so the mid candidates are scored once for both lists.
+    """
+    view = ctx.view
+    result = view.hrr_search(ctx.question, k=HRR_K)
+    sentence_k, mid_k, rerank_n = 30, 10, 20  # hrr_search's defaults
+    sentence_mids = view._map_to_level(view.dense("narrow", ctx.vector, sentence_k), "mid", ctx.vector)
+    candidates = list(dict.fromkeys(i for i, _ in sentence_mids + view.dense("mid", ctx.vector, mid_k)))[:rerank_n]
+    chunks = view.snapshot.catalog.chunks(candidates)
+    ranked = view._rerank_chunks(ctx.question, [chunks[i] for i in candidates if i in chunks])
+    return {"broad": [hit.chunk.id for hit in result.hits], "mid": [hit.chunk.id for hit in ranked]}
+
+
+RUNNERS: dict[str, Callable[[StrategyContext], Ranking]] = {
+    "Base": base, "C2P": c2p, "S2P": s2p, "Union": union, "RRF": rrf, "HRR": hrr,
+}
+
+
+class StrategyRunner:
+    """Runs the chosen strategies on one question after another and keeps their wall time."""
+
+    def __init__(self, view: View, strategies: Sequence[str]) -> None:
+        unknown = [s for s in strategies if s not in RUNNERS]
+        if unknown:
+            raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
+        self.view = view
+        self.strategies = list(strategies)
+        self.hierarchy = Hierarchy.load(view)
+        self.seconds: dict[str, float] = {s: 0.0 for s in self.strategies}
+        self.hrr_mismatches = 0  # questions whose mid list, mapped to parents, disagrees with hrr_search
+
+    def run(self, question: str, vector: np.ndarray) -> dict[str, Ranking]:
+        ctx = StrategyContext(self.view, self.hierarchy, check_query(question), vector)
+        out: dict[str, Ranking] = {}
+        for name in self.strategies:
+            began = time.perf_counter()
+            out[name] = RUNNERS[name](ctx)
+            self.seconds[name] += time.perf_counter() - began
+        if "HRR" in out:
+            parents = self.hierarchy.climb(out["HRR"]["mid"], "broad")
+            if parents[: len(out["HRR"]["broad"])] != out["HRR"]["broad"]:
+                self.hrr_mismatches += 1
+        if isinstance(self.view.reranker, MemoReranker):
+            self.view.reranker.forget()
+        return out
+
+    def spans(self, chunk_ids: Sequence[int]) -> list[Span]:
+        return [self.hierarchy.spans[i] for i in chunk_ids]
+
+    def public_ids(self, chunk_ids: Sequence[int], n: int = NEEDED) -> list[str]:
+        return [self.hierarchy.public[i] for i in chunk_ids[:n]]
+
+
+def reranker_of(view: View) -> Reranker | None:
+    return view.reranker
+
+
+def needs_reranker(strategies: Sequence[str]) -> bool:
+    return "HRR" in strategies
+
+
+def parse_strategies(value: str) -> list[str]:
+    """A comma-separated, case-insensitive list of strategy names, in the canonical order."""
+    wanted = {part.strip().lower() for part in value.split(",") if part.strip()}
+    known = {s.lower(): s for s in STRATEGIES}
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise ValueError(f"unknown strategies {', '.join(unknown)}; choose from {', '.join(STRATEGIES)}")
+    return [s for s in STRATEGIES if s.lower() in wanted]
+
+
+def as_mapping(rankings: Mapping[str, Ranking]) -> dict[str, dict[str, list[int]]]:
+    return {name: dict(r) for name, r in rankings.items()}

@@ -1,0 +1,203 @@
+import pytest
+
+from granrag_mcp.chunk import format_chunk_id
+from granrag_mcp.errors import InvalidInputError, UnknownChunkError
+from granrag_mcp.rerank import EmbeddingReranker
+from granrag_mcp.retrieval import MAX_QUERY_CHARS, View, overlap_share
+from granrag_mcp.store.store import Snapshot
+from tests.fakes import FakeEmbedder
+from tests.helpers import index, write_corpus
+
+LONG_DOC = " ".join(
+    f"Section {i} explains how the {w} works in practice." for i, w in enumerate(
+        ["pump", "valve", "boiler", "turbine", "piston", "gearbox", "crankshaft", "radiator", "compressor",
+         "condenser", "injector", "alternator", "flywheel", "carburettor", "camshaft", "manifold"] * 2
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def view(tmp_path_factory):
+    root = tmp_path_factory.mktemp("retrieval")
+    docs = write_corpus(root / "docs")
+    (docs / "engine.md").write_text(LONG_DOC)
+    index(docs, root / "store")
+    embedder = FakeEmbedder()
+    return View(Snapshot.open(root / "store"), embedder, EmbeddingReranker(embedder))
+
+
+def engine_chunks(view, level):
+    return [c for c in view.snapshot.catalog.chunks_of_level(level) if c.doc_id == "engine.md"]
+
+
+def test_the_long_document_has_overlapping_broad_chunks(view):
+    broad = engine_chunks(view, "broad")
+    assert len(broad) >= 3
+    assert all(a.end > b.start for a, b in zip(broad, broad[1:]))
+
+
+def test_search_finds_the_passage_and_never_returns_copies_of_one_span(view):
+    hits = view.search("turbine works", "narrow", 10)
+    assert "turbine" in hits[0].chunk.text
+    for i, a in enumerate(hits):
+        for b in hits[i + 1 :]:
+            assert overlap_share(a.chunk, b.chunk) < 0.5
+
+
+def test_sentences_duplicated_by_the_overlap_exist_but_come_back_once(view):
+    narrow = engine_chunks(view, "narrow")
+    spans = [(c.start, c.end) for c in narrow]
+    duplicated = {s for s in spans if spans.count(s) > 1}
+    assert duplicated, "the corpus should contain sentences repeated by the broad overlap"
+    start, end = next(iter(duplicated))
+    text = next(c.text for c in narrow if (c.start, c.end) == (start, end))
+    hits = view.search(text, "narrow", 10)
+    assert sum((h.chunk.start, h.chunk.end) == (start, end) for h in hits) == 1
+
+
+def test_k_is_capped_and_levels_are_respected(view):
+    for level in ("broad", "mid", "narrow"):
+        hits = view.search("sourdough bread oven", level, 100)
+        assert hits and all(h.chunk.level == level for h in hits)
+        assert len(hits) <= view.snapshot.manifest.counts[level]
+
+
+def test_lexical_search_fuses_and_reports_both_lists(view):
+    hits = view.search("gearbox", "mid", 5, lexical=True)
+    assert "gearbox" in hits[0].chunk.text
+    assert set(hits[0].sources) <= {"mid_dense", "mid_lexical"} and hits[0].sources
+
+
+def test_union_never_repeats_a_narrow_hit_inside_a_returned_broad_hit(view):
+    mixed = 0
+    for query in ("how the boiler works", "telescope redshift", "anchor sandy bay", "dough rise overnight"):
+        hits = view.search_union(query, 4)
+        broads = [h.chunk for h in hits if h.chunk.level == "broad"]
+        narrows = [h.chunk for h in hits if h.chunk.level == "narrow"]
+        mixed += bool(broads and narrows)
+        for n in narrows:
+            assert not any(b.doc_id == n.doc_id and b.start <= n.start and n.end <= b.end for b in broads)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert mixed, "some query should unite hits of both granularities"
+
+
+@pytest.mark.parametrize("level", ["broad", "mid", "narrow"])
+def test_rrf_maps_every_list_to_the_requested_level(view, level):
+    hits = view.search_rrf("telescope quasar", 5, level=level)
+    assert hits and all(h.chunk.level == level for h in hits)
+    assert "astronomy" in hits[0].chunk.doc_id
+    for hit in hits:
+        assert abs(hit.score - sum(c.fused for c in hit.sources.values())) < 1e-9
+        assert set(hit.sources) <= {"broad_dense", "broad_lexical", "narrow_dense", "narrow_lexical"}
+
+
+def test_rrf_weights_change_the_contributions_and_unknown_names_are_refused(view):
+    plain = view.search_rrf("anchor harbour", 5, level="mid")
+    dense_only = view.search_rrf("anchor harbour", 5, level="mid", weights={"broad_lexical": 0, "narrow_lexical": 0})
+    for hit in dense_only:
+        for name, contribution in hit.sources.items():
+            if name.endswith("lexical"):
+                assert contribution.fused == 0
+    assert plain[0].score != dense_only[0].score
+    with pytest.raises(InvalidInputError, match="unknown weight"):
+        view.search_rrf("x", 5, weights={"mid_dense": 1.0})
+
+
+def test_expand_window_returns_neighbours_in_document_order_clipped_at_the_ends(view):
+    narrow = sorted({(c.start, c.end): c for c in engine_chunks(view, "narrow")}.values(), key=lambda c: c.start)
+    first, middle = narrow[0], narrow[len(narrow) // 2]
+    window = view.expand_window(first.public_id, before=2, after=2)
+    assert window.members[0].id == first.id and len(window.members) == 3
+    window = view.expand_window(middle.public_id, before=3, after=3)
+    starts = [m.start for m in window.members]
+    assert starts == sorted(starts) and len(window.members) == 7
+    assert middle.id in [m.id for m in window.members]
+    text = view.snapshot.catalog.document_text("engine.md")
+    assert window.text == text[window.start : window.end]
+    for a, b in zip(window.members, window.members[1:]):
+        assert overlap_share(a, b) < 0.5
+
+
+def test_expand_window_at_mid_level_covers_the_overlap_once(view):
+    mids = engine_chunks(view, "mid")
+    window = view.expand_window(mids[len(mids) // 2].public_id, before=20, after=20)
+    text = view.snapshot.catalog.document_text("engine.md")
+    assert window.start == 0 and window.end == len(text.rstrip()) or window.end == len(text)
+    assert window.text == text[window.start : window.end]
+
+
+def test_get_parent_deduplicates_and_counts_children(view):
+    mids = engine_chunks(view, "mid")
+    parent_id = mids[0].parent_id
+    siblings = [m for m in mids if m.parent_id == parent_id]
+    result = view.parents([m.public_id for m in siblings[:2]])
+    assert len(result.parents) == 1
+    group = result.parents[0]
+    assert group.parent.id == parent_id and group.children_total == len(siblings)
+    assert group.children_hit == [m.public_id for m in siblings[:2]]
+
+
+def test_auto_merging_replaces_children_only_above_the_threshold(view):
+    mids = engine_chunks(view, "mid")
+    by_parent = {}
+    for m in mids:
+        by_parent.setdefault(m.parent_id, []).append(m)
+    full, other = [group for group in by_parent.values() if len(group) >= 2][:2]
+    ids = [m.public_id for m in full] + [other[0].public_id]
+    result = view.parents(ids, merge_threshold=0.6)
+    assert [g.parent.id for g in result.parents] == [full[0].parent_id]
+    assert [c.id for c in result.kept] == [other[0].id]
+
+
+def test_get_parent_of_a_broad_chunk_is_an_error(view):
+    broad = engine_chunks(view, "broad")[0]
+    with pytest.raises(InvalidInputError, match="no parent"):
+        view.parents([broad.public_id])
+
+
+def test_rerank_sorts_and_names_the_reranker(view):
+    mids = view.snapshot.catalog.chunks_of_level("mid")
+    result = view.rerank("sailboat mainsail wind", [m.public_id for m in mids], top_n=3)
+    assert result.reranker == "embedding-fallback:fake-hash-embedder"
+    assert len(result.hits) == 3 and "sail" in result.hits[0].chunk.text
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+
+
+def test_hrr_returns_broad_parents_with_their_mid_evidence(view):
+    result = view.hrr_search("knead the dough", k=3)
+    assert result.hits and all(h.chunk.level == "broad" for h in result.hits)
+    assert result.hits[0].chunk.doc_id == "cooking.txt"
+    for hit in result.hits:
+        evidence = view.resolve(hit.evidence, level="mid")
+        assert all(m.parent_id == hit.chunk.id for m in evidence)
+
+
+@pytest.mark.parametrize("bad", ["", "broad", "mid:abc", "leaf:3", "mid:-1", "narrow:1 2"])
+def test_malformed_ids_get_an_error_that_says_what_ids_look_like(view, bad):
+    with pytest.raises(InvalidInputError, match="ids look like"):
+        view.get_chunks([bad])
+
+
+def test_unknown_ids_and_ids_of_another_level_are_refused(view):
+    with pytest.raises(UnknownChunkError, match="search again"):
+        view.get_chunks([format_chunk_id("mid", 999999)])
+    narrow = view.snapshot.catalog.chunks_of_level("narrow")[0]
+    with pytest.raises(UnknownChunkError):
+        view.get_chunks([f"mid:{narrow.id}"])
+    with pytest.raises(InvalidInputError, match="is a narrow chunk; this needs mid"):
+        view.resolve([narrow.public_id], level="mid")
+
+
+@pytest.mark.parametrize("query", ["", "   \n", "x" * (MAX_QUERY_CHARS + 1)])
+def test_bad_queries_are_refused(view, query):
+    with pytest.raises(InvalidInputError):
+        view.search(query, "narrow", 5)
+
+
+def test_list_documents_filters_by_prefix_and_pages(view):
+    docs, total = view.list_documents(None, 2, 0)
+    assert total == 4 and [d.doc_id for d in docs] == ["astronomy.md", "cooking.txt"]
+    docs, total = view.list_documents("notes/", 10, 0)
+    assert total == 1 and docs[0].doc_id == "notes/sailing.md"
+    docs, _ = view.list_documents(None, 10, 3)
+    assert [d.doc_id for d in docs] == ["notes/sailing.md"]
