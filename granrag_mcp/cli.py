@@ -56,10 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Dual-granular and hierarchical retrieval over persistent FAISS indices, as an MCP server.",
     )
     parser.add_argument("--version", action="version", version=f"granrag-mcp {__version__}")
-    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    index = commands.add_parser(
+    def add_command(name: str, **options: Any) -> argparse.ArgumentParser:
+        return commands.add_parser(name, parents=[common], **options)
+
+    index = add_command(
         "index", help="index files and folders (incremental)",
         description="Index .txt, .md, .pdf, .html and .htm files (folders are walked recursively) into broad, mid "
         "and narrow chunks with FAISS and BM25 indices. Re-running re-embeds only new or changed documents.",
@@ -77,12 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
 
-    status = commands.add_parser("status", help="show what the index holds", description="Documents, chunks per "
+    status = add_command("status", help="show what the index holds", description="Documents, chunks per "
                                  "level, model, size on disk and generation of the current index.")
     _add_store(status)
     status.add_argument("--json", action="store_true", help="print the status as JSON")
 
-    search = commands.add_parser("search", help="search the index from a terminal",
+    search = add_command("search", help="search the index from a terminal",
                                  description="Search one level of the index and print the hits.")
     search.add_argument("query", help="what to look for")
     _add_store(search)
@@ -92,14 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--lexical", action="store_true", help="fuse BM25 with the dense hits (RRF)")
     search.add_argument("--json", action="store_true", help="print hits as JSON")
 
-    recover = commands.add_parser(
+    recover = add_command(
         "recover", help="fall back to the previous intact generation",
         description="Make the newest intact generation older than the current one current again "
         "(after the current one was damaged).",
     )
     _add_store(recover)
 
-    serve = commands.add_parser("serve", help="run the MCP server (stdio or streamable HTTP)",
+    serve = add_command("serve", help="run the MCP server (stdio or streamable HTTP)",
                                 description="Serve the index to MCP clients. Read-only: indexing stays in `index`.")
     _add_store(serve)
     _add_model(serve)

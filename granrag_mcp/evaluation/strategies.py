@@ -236,8 +236,10 @@ def hrr(ctx: StrategyContext) -> Ranking:
     sentence_mids = view._map_to_level(view.dense("narrow", ctx.vector, sentence_k), "mid", ctx.vector)
     candidates = list(dict.fromkeys(i for i, _ in sentence_mids + view.dense("mid", ctx.vector, mid_k)))[:rerank_n]
     chunks = view.snapshot.catalog.chunks(candidates)
-    ranked = view._rerank_chunks(ctx.question, [chunks[i] for i in candidates if i in chunks])
-    return {"broad": [hit.chunk.id for hit in result.hits], "mid": [hit.chunk.id for hit in ranked]}
+    kept = [chunks[i] for i in candidates if i in chunks]
+    scores = view.reranker.score(ctx.question, [c.text for c in kept]) if kept else []  # type: ignore[union-attr]
+    ranked = sorted(zip(kept, scores), key=lambda pair: -pair[1])  # stable, as View._rerank_chunks
+    return {"broad": [hit.chunk.id for hit in result.hits], "mid": [chunk.id for chunk, _ in ranked]}
 
 
 RUNNERS: dict[str, Callable[[StrategyContext], Ranking]] = {
@@ -280,14 +282,6 @@ class StrategyRunner:
         return [self.hierarchy.public[i] for i in chunk_ids[:n]]
 
 
-def reranker_of(view: View) -> Reranker | None:
-    return view.reranker
-
-
-def needs_reranker(strategies: Sequence[str]) -> bool:
-    return "HRR" in strategies
-
-
 def parse_strategies(value: str) -> list[str]:
     """A comma-separated, case-insensitive list of strategy names, in the canonical order."""
     wanted = {part.strip().lower() for part in value.split(",") if part.strip()}
@@ -297,6 +291,3 @@ def parse_strategies(value: str) -> list[str]:
         raise ValueError(f"unknown strategies {', '.join(unknown)}; choose from {', '.join(STRATEGIES)}")
     return [s for s in STRATEGIES if s.lower() in wanted]
 
-
-def as_mapping(rankings: Mapping[str, Ranking]) -> dict[str, dict[str, list[int]]]:
-    return {name: dict(r) for name, r in rankings.items()}

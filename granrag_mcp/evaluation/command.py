@@ -1,0 +1,333 @@
+"""The `granrag-mcp eval` command: retrieval quality of every strategy on a QA set, in one run.
+
+Wiring into cli.py: call `add_eval_parser(commands)` in `build_parser()` and map "eval" to `cmd_eval` in
+`main()`. The flags --store, --model, --vector-mode, --reranker, --cross-encoder and --batch-size use the
+attribute names of cli's `_SETTING_FLAGS`, so `load_settings(args)` turns them into Settings fields.
+Heavy modules are imported inside `cmd_eval`, so `--help` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import shlex
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("granrag_mcp.evaluation")
+
+STRATEGY_NOTES = {
+    "Base": "broad dense index only (`View.search`, level broad); mid column: the mid dense index (level mid).",
+    "C2P": "narrow, mid and broad dense hits mapped to their broad ancestor and merged by max score; mid column: "
+           "narrow and mid hits mapped to mid, the top broad hits to their best-matching mid descendant, max score.",
+    "S2P": "sentence (narrow) dense hits mapped to their broad (mid) ancestors, in order of first occurrence.",
+    "Union": "`View.search_union` (broad + sentences): a sentence counts as its broad ancestor; mid column: a "
+             "sentence counts as its mid parent, a broad hit as its best-matching mid descendant.",
+    "RRF": "`View.search_rrf` (dense + BM25 over the broad and narrow levels), level broad / level mid.",
+    "HRR": "`View.hrr_search` (30 sentences and 10 mids, 20 mid candidates reranked, mapped to broad parents); "
+           "mid column: the reranked mid candidates.",
+}
+
+DESCRIPTION = """\
+Measure retrieval quality on a QA set: for every strategy (Base, C2P, S2P, Union, RRF, HRR), the hit rate
+HR@k and mean reciprocal rank MRR@k (k = 1, 3, 5, 10) at the broad and at the mid level. A question hits at a
+level when a returned chunk of that level is in the answer's document and contains the answer's first
+character. All strategies run through the same retrieval core as the MCP tools, and each question is
+embedded once.
+
+With --squad FILE the corpus (one document per article, <title>.txt, paragraphs joined by a blank line) is
+indexed into --store first when the store does not hold it yet, so the whole evaluation is one command.
+With --qa FILE.jsonl the store must already hold the documents the questions name.
+
+The table goes to stdout; a report folder (--out) receives report.md, metrics.json, per_query.jsonl and a
+PNG chart of the broad-level metrics. Progress goes to stderr.
+"""
+
+EPILOG = """\
+examples:
+  granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store
+  granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store --sample 500 --seed 1
+  granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store-windows --vector-mode windows
+  granrag-mcp eval --qa questions.jsonl --store ./index_store --strategies base,rrf,hrr
+
+JSONL lines: {"question": "...", "doc_id": "<document id in the store>", "answer_start": 120,
+"answer_end": 134} (character offsets into the document text; optional "id" and "answer" fields, the
+answer text being checked against the document).
+"""
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _strategy_list(value: str) -> list[str]:
+    from granrag_mcp.evaluation.strategies import parse_strategies
+
+    try:
+        return parse_strategies(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the "eval" command to the `granrag-mcp` subcommands and return its parser."""
+    parser = subparsers.add_parser(
+        "eval", help="measure retrieval quality (HR@k, MRR@k) on a SQuAD or JSONL QA set",
+        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--squad", type=Path, metavar="FILE",
+                        help="QA set in SQuAD JSON format; its articles are indexed into --store if needed")
+    source.add_argument("--qa", type=Path, metavar="FILE.jsonl",
+                        help="QA set as JSONL (question, doc_id, answer_start, answer_end per line) over the "
+                        "documents already in --store")
+    parser.add_argument("--store", type=Path, help="index store folder (env GRANRAG_STORE, default ./index_store); "
+                        "with --squad use a dedicated one: the corpus is added to it")
+    parser.add_argument("--model", help="sentence-transformers model name or local path (env GRANRAG_MODEL)")
+    parser.add_argument("--vector-mode", choices=["mean", "truncate", "windows"],
+                        help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean); must "
+                        "match the store, so each mode needs its own store")
+    parser.add_argument("--reranker", help="reranker of HRR: auto, embedding, cross-encoder, or a cross-encoder "
+                        "name or local path (env GRANRAG_RERANKER, default auto)")
+    parser.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (env GRANRAG_CROSS_ENCODER)")
+    parser.add_argument("--batch-size", type=int, help="texts per embedding batch (default 64)")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="report folder (default reports/eval-<timestamp>)")
+    parser.add_argument("--sample", type=_positive_int, metavar="N",
+                        help="evaluate a random sample of N questions (default: all; use all for published numbers)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of --sample (default 0)")
+    parser.add_argument("--articles", type=_positive_int, metavar="N",
+                        help="--squad only: use only the first N articles (corpus and questions)")
+    parser.add_argument("--corpus-dir", type=Path, metavar="DIR",
+                        help="--squad only: write the corpus documents here and keep them (default: a temporary "
+                        "folder, removed after indexing)")
+    parser.add_argument("--strategies", type=_strategy_list, metavar="LIST",
+                        default="Base,C2P,S2P,Union,RRF,HRR",
+                        help="comma-separated strategies to run (default all: Base,C2P,S2P,Union,RRF,HRR)")
+    parser.add_argument("--no-chart", action="store_true", help="skip the PNG chart (it needs matplotlib, the "
+                        "'eval' extra)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return parser
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+
+
+def _check_chart_dependency(args: argparse.Namespace) -> None:
+    from granrag_mcp.errors import InvalidInputError
+
+    if args.no_chart:
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise InvalidInputError(
+            "the chart needs matplotlib: install the eval extra (pip install 'granrag-mcp[eval]'), or pass "
+            "--no-chart"
+        ) from None
+
+
+def _stored_texts(store: Path, doc_ids: list[str]) -> tuple[dict[str, str | None], int] | None:
+    """Texts the store holds for `doc_ids` and its document count; None when there is no index yet."""
+    from granrag_mcp.store.store import Snapshot, read_current
+
+    if read_current(store) is None:
+        return None
+    snapshot = Snapshot.open(store)
+    try:
+        catalog = snapshot.catalog
+        return {doc_id: catalog.document_text(doc_id) for doc_id in doc_ids}, catalog.count_documents()
+    finally:
+        snapshot.close()
+
+
+def _ensure_corpus(documents: dict[str, str], settings, args: argparse.Namespace, progress) -> dict[str, Any]:
+    """Index the SQuAD corpus into the store unless it holds every document with the same text already."""
+    from granrag_mcp.cli import run_index
+    from granrag_mcp.evaluation.qa import write_corpus
+
+    held = _stored_texts(settings.store, list(documents))
+    stale = list(documents) if held is None else [d for d, text in documents.items() if held[0][d] != text]
+    if not stale:
+        progress.message(f"the store {settings.store} already holds the {len(documents)} corpus documents")
+        return {"indexed": False}
+    progress.message(f"indexing {len(stale)} of {len(documents)} corpus documents into {settings.store}")
+    began = time.perf_counter()
+    if args.corpus_dir is not None:
+        write_corpus(documents, args.corpus_dir)
+        summary = run_index([args.corpus_dir], settings, quiet=args.quiet)
+    else:
+        with tempfile.TemporaryDirectory(prefix="granrag-eval-corpus-") as folder:
+            write_corpus(documents, Path(folder))
+            summary = run_index([Path(folder)], settings, quiet=args.quiet)
+    seconds = time.perf_counter() - began
+    if summary.failed:
+        from granrag_mcp.errors import InvalidInputError
+
+        raise InvalidInputError(f"indexing the corpus failed for {summary.failed}")
+    return {"indexed": True, "seconds": seconds, "stages": summary.seconds, "added": summary.added,
+            "updated": summary.updated, "new_chunks": summary.new_chunks}
+
+
+def _machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
+
+
+def _command_line() -> str:
+    return "granrag-mcp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "granrag-mcp eval"
+
+
+def cmd_eval(args: argparse.Namespace, settings) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from granrag_mcp.engine import Engine, make_embedder
+    from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
+    from granrag_mcp.evaluation.metrics import first_hit_rank
+    from granrag_mcp.evaluation.qa import check_offsets, load_jsonl, load_squad, sample_questions
+    from granrag_mcp.evaluation.report import format_table, summarise_all, write_report
+    from granrag_mcp.evaluation.strategies import (
+        EVAL_LEVELS, NEEDED, CachedEmbedder, MemoReranker, StrategyRunner, prime_reranker,
+    )
+    from granrag_mcp.progress import Progress
+    from granrag_mcp.rerank import load_reranker
+    from granrag_mcp.retrieval import check_query
+    from granrag_mcp.store.store import read_current
+
+    started_at = datetime.now().astimezone().isoformat(timespec="seconds")
+    began = time.perf_counter()
+    timings: dict[str, float] = {}
+    progress = Progress(enabled=not args.quiet, interval=2.0)
+    strategies = args.strategies if isinstance(args.strategies, list) else _strategy_list(args.strategies)
+    if args.qa is not None and (args.articles or args.corpus_dir):
+        raise InvalidInputError("--articles and --corpus-dir only apply to --squad")
+    _check_chart_dependency(args)
+    out = args.out or Path("reports") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+    # 1. The QA set, and the corpus in the store.
+    qa = load_squad(args.squad, args.articles) if args.squad is not None else load_jsonl(args.qa)
+    progress.message(f"{len(qa.questions)} questions from {qa.source}" +
+                     (f" ({len(qa.documents)} documents)" if qa.documents else ""))
+    indexing: dict[str, Any] = {"indexed": False}
+    if qa.documents:
+        indexing = _ensure_corpus(qa.documents, settings, args, progress)
+        if indexing["indexed"]:
+            timings["indexing"] = indexing["seconds"]
+    elif read_current(settings.store) is None:
+        raise StoreNotFoundError(f"no index at {settings.store}: --qa needs a store that holds the documents its "
+                                 "questions name (build one with `granrag-mcp index`)")
+
+    # 2. The engine, with the caching embedder and the memoising reranker in front of the models.
+    t = time.perf_counter()
+    embedder = CachedEmbedder(make_embedder(settings))
+    reranker = None
+    if "HRR" in strategies:
+        reranker = MemoReranker(load_reranker(settings.reranker, embedder, settings.cross_encoder))
+    engine = Engine(settings, embedder=embedder, reranker=reranker, load_reranker_now=False)
+    view = engine.view()
+    catalog = view.snapshot.catalog
+    timings["loading models"] = time.perf_counter() - t
+
+    # 3. Answer offsets against the stored texts; documents beyond the QA corpus.
+    doc_ids = sorted({q.doc_id for q in qa.questions})
+    stored = {d: catalog.document_text(d) for d in doc_ids}
+    absent = [d for d, text in stored.items() if text is None]
+    if absent:
+        shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+        raise InvalidInputError(f"the store {settings.store} does not hold the document(s) {shown} named by the "
+                                "QA set; index them first (doc_id is the path relative to the indexed folder)")
+    check_offsets(qa.questions, stored)  # type: ignore[arg-type]
+    notes: list[str] = []
+    n_docs = catalog.count_documents()
+    corpus_size = len(qa.documents) if qa.documents else len(doc_ids)
+    if qa.documents and n_docs > corpus_size:
+        notes.append(f"the store holds {n_docs - corpus_size} documents beyond the QA corpus; they compete in "
+                     "retrieval, so these numbers are not comparable with a store of the corpus alone")
+        log.warning(notes[-1])
+
+    # 4. The questions: sample, validate, embed once.
+    questions = sample_questions(qa.questions, args.sample, args.seed)
+    texts = []
+    for q in questions:
+        try:
+            texts.append(check_query(q.question))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"question {q.qid}: {exc}") from None
+    t = time.perf_counter()
+    vectors = embedder.embed(texts, progress=progress.callback("embedding questions"))
+    timings["embedding questions"] = time.perf_counter() - t
+    if reranker is not None:
+        t = time.perf_counter()
+        mids = catalog.chunks_of_level("mid")
+        if prime_reranker(reranker, [c.text for c in mids]):
+            progress.message(f"embedded the reranker windows of {len(mids)} mid chunks once for the whole run")
+            timings["embedding reranker windows"] = time.perf_counter() - t
+
+    # 5. Every strategy on every question.
+    runner = StrategyRunner(view, strategies)
+    ranks: dict[str, dict[str, list[int | None]]] = {s: {level: [] for level in EVAL_LEVELS} for s in strategies}
+    rows: list[dict[str, Any]] = []
+    t = time.perf_counter()
+    for number, (q, text, vector) in enumerate(zip(questions, texts, vectors), 1):
+        rankings = runner.run(text, vector)
+        row: dict[str, Any] = {"id": q.qid, "question": q.question, "doc_id": q.doc_id,
+                               "answer_start": q.answer_start, "answer_end": q.answer_end, "answer": q.answer,
+                               "strategies": {}}
+        for name, ranking in rankings.items():
+            entry = {}
+            for level in EVAL_LEVELS:
+                top = ranking[level][:NEEDED]
+                rank = first_hit_rank(runner.spans(top), q.doc_id, q.answer_start)
+                ranks[name][level].append(rank)
+                entry[level] = {"rank": rank, "top": runner.public_ids(top)}
+            row["strategies"][name] = entry
+        rows.append(row)
+        progress.update("evaluating questions", number, len(questions))
+    timings["retrieval (all strategies)"] = time.perf_counter() - t
+    for name, seconds in runner.seconds.items():
+        timings[f"  {name}"] = seconds
+    if runner.hrr_mismatches:
+        notes.append(f"for {runner.hrr_mismatches} questions the HRR mid list, mapped to broad parents, differs from "
+                     "hrr_search's broad list (span dedupe of the parents)")
+    timings["total"] = time.perf_counter() - began
+
+    # 6. Outputs.
+    summary = summarise_all(ranks)
+    manifest = view.snapshot.manifest
+    meta: dict[str, Any] = {
+        "run": {
+            "command": _command_line(), "started": started_at, "machine": _machine(),
+            "qa_file": str(qa.source), "qa_format": qa.format, "articles": args.articles,
+            "questions_total": len(qa.questions), "questions_evaluated": len(questions),
+            "sampled": len(questions) < len(qa.questions), "sample": args.sample, "seed": args.seed,
+            "strategies": strategies,
+        },
+        "store": {
+            "path": str(settings.store), "generation": manifest.generation,
+            "documents": n_docs, "chunks": {level: manifest.counts.get(level, 0) for level in ("broad", "mid", "narrow")},
+            "model": manifest.identity.model, "dimension": manifest.identity.dimension,
+            "vector_mode": manifest.identity.vector_mode, "tokenizer": manifest.identity.tokenizer,
+            "chunking": manifest.identity.chunking.model_dump(),
+        },
+        "reranker": reranker.name if reranker is not None else None,
+        "indexing": indexing,
+        "timings": timings,
+        "embedding_calls": {"texts embedded by the model during the evaluation": embedder.model_texts},
+        "strategy_notes": {s: STRATEGY_NOTES[s] for s in strategies},
+        "notes": notes,
+    }
+    paths = write_report(out, summary, meta, rows, chart=not args.no_chart)
+    print(format_table(summary))
+    progress.message(f"{len(questions)} questions in {timings['total']:.0f} s; report in {paths['report'].parent}")
+    return 0

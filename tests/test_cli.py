@@ -1,0 +1,116 @@
+"""The command line, run as a user runs it: a real process, the real bundled model."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import write_corpus
+
+FACTS = {
+    "geology/volcanoes.md": "Mount Etna is an active stratovolcano on the east coast of Sicily. "
+    "Its eruptions are frequent and mostly effusive. Lava flows have reached the town of Catania.",
+    "biology/octopus.txt": "An octopus has three hearts and blue blood. Two hearts pump blood through the gills. "
+    "The third heart circulates blood to the rest of the body.",
+    "history/printing.html": "<html><head><title>Printing</title><script>var x = 1;</script></head><body>"
+    "<p>Johannes Gutenberg introduced movable-type printing to Europe around 1440.</p>"
+    "<p>His press made books far cheaper to produce.</p></body></html>",
+}
+
+
+def granrag(*args, env=None, timeout=240):
+    return subprocess.run(
+        [sys.executable, "-m", "granrag_mcp.cli", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    write_corpus(root / "docs", FACTS, repeat=1)
+    (root / "docs" / "logo.png").write_bytes(b"\x89PNG")
+    result = granrag("index", root / "docs", "--store", root / "store")
+    assert result.returncode == 0, result.stderr
+    assert "3 added" in result.stdout and "1 unsupported" in result.stdout
+    assert "embedding sentences" in result.stderr  # progress goes to stderr
+    return root
+
+
+@pytest.mark.parametrize("command", ["index", "status", "search", "serve", "recover"])
+def test_help_of_every_command_lists_its_options(command):
+    result = granrag(command, "--help")
+    assert result.returncode == 0
+    assert "--store" in result.stdout and "usage: granrag-mcp " + command in result.stdout
+
+
+def test_status_reports_the_store(store):
+    result = granrag("status", "--store", store / "store", "--json")
+    status = json.loads(result.stdout)
+    assert status["documents"] == 3 and status["generation"] == 1
+    assert status["model"] == "sentence-transformers/all-MiniLM-L6-v2" and status["dimension"] == 384
+    assert all(status["chunks"][level] > 0 for level in ("broad", "mid", "narrow"))
+    assert status["size_bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    ("query", "doc_id", "needle"),
+    [
+        ("How many hearts does an octopus have?", "biology/octopus.txt", "three hearts"),
+        ("Who brought movable type printing to Europe?", "history/printing.html", "Gutenberg"),
+        ("Which volcano is on Sicily?", "geology/volcanoes.md", "Etna"),
+    ],
+)
+def test_search_finds_the_known_passage_with_the_real_model(store, query, doc_id, needle):
+    result = granrag("search", query, "--store", store / "store", "--level", "narrow", "-k", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert hits[0]["doc_id"] == doc_id and needle in hits[0]["text"]
+
+
+def test_html_is_indexed_as_visible_text_only(store):
+    result = granrag("search", "var x", "--store", store / "store", "--level", "broad", "--json", "--lexical")
+    assert all("var x" not in hit["text"] for hit in json.loads(result.stdout))
+
+
+def test_rerun_is_incremental(store):
+    result = granrag("index", store / "docs", "--store", store / "store", "--quiet")
+    assert result.returncode == 0 and "no changes" in result.stdout and "3 unchanged" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["status", "--store", "/nonexistent/store"], "no index at /nonexistent/store"),
+        (["index", "/nonexistent/docs", "--store", "/tmp/x"], "no such file or folder"),
+        (["search", "", "--store", "/nonexistent/store"], "no index at"),
+        (["status", "--store", "/tmp", "--log-level", "INFO"], "no index at /tmp"),
+    ],
+)
+def test_user_errors_are_one_line_without_traceback(args, message):
+    result = granrag(*args)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_invalid_settings_are_one_line(tmp_path):
+    result = granrag("index", tmp_path, "--broad-tokens", "100", "--broad-overlap", "200")
+    assert result.returncode == 2 and "Traceback" not in result.stderr and "overlap" in result.stderr
+
+
+def test_empty_input_leaves_the_store_untouched(store, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    before = (store / "store" / "CURRENT").read_text()
+    result = granrag("index", empty, "--store", store / "store")
+    assert result.returncode == 1 and "nothing to index" in result.stderr
+    assert (store / "store" / "CURRENT").read_text() == before
+
+
+def test_model_mismatch_names_both_sides(store):
+    result = granrag("index", store / "docs", "--store", store / "store", "--mid-tokens", "256")
+    assert result.returncode == 1
+    assert "mid_tokens: store=512, requested=256" in result.stderr and "--rebuild" in result.stderr
