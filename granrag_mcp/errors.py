@@ -35,3 +35,7 @@ class IndexBusyError(GranragError):
 
 class ModelLoadError(GranragError):
     """An embedding or reranking model could not be loaded from local files."""
+
+
+class StoreWriteError(GranragError):
+    """A commit failed while writing (disk full, I/O error); the previous generation stays current."""

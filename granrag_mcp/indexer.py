@@ -15,7 +15,7 @@ import numpy as np
 from granrag_mcp.chunk import LEVELS, Chunk, ChunkSpan, Level
 from granrag_mcp.chunking import ChunkSettings, chunk_document
 from granrag_mcp.embedding import Embedder
-from granrag_mcp.errors import InvalidInputError, NoDocumentsError
+from granrag_mcp.errors import InvalidInputError, NoDocumentsError, StoreWriteError
 from granrag_mcp.ingest import ExtractionError, SourceFile, discover, extract_text, file_hash
 from granrag_mcp.progress import Progress
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
@@ -205,18 +205,20 @@ def _index_with_base(
             vectors = _embed(new_docs, chunks, embedder, vector_mode, progress)  # type: ignore[arg-type]
 
     generation = (base.generation if base else 0) + 1
-    folder = writer.new_folder(generation)
-    with clock.stage("index"):
-        counts = _write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
-    with clock.stage("commit"):
-        manifest = Manifest(
-            generation=generation,
-            identity=identity,
-            counts=counts,
-            next_chunk_id=next_id,
-            files={},
-        )
-        writer.publish(folder, manifest)
+    try:
+        folder = writer.new_folder(generation)
+        with clock.stage("index"):
+            counts = _write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
+        with clock.stage("commit"):
+            manifest = Manifest(generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={})
+            writer.publish(folder, manifest)
+    except OSError as exc:
+        writer.abandon(generation)
+        now = current_generation(writer.root) or "none"
+        raise StoreWriteError(
+            f"could not commit generation {generation} to {writer.root}: {exc.strerror or exc}; the current "
+            f"generation is {now} and is intact. Free disk space or fix the file system, then run the command again"
+        ) from exc
     summary.generation = generation
     summary.committed = True
     summary.new_chunks = {level: len(chunks[level]) for level in LEVELS}

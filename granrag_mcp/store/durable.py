@@ -36,15 +36,19 @@ def fsync_tree(root: Path) -> None:
         fsync_dir(folder)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new content, never a mix."""
+def write_atomic(path: Path, data: bytes, sync_dir: bool = True) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new content, never a mix.
+
+    With `sync_dir` False the caller flushes the folder itself (and decides what a failure there means).
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
 
 
 def sha256_file(path: Path) -> str:

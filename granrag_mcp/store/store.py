@@ -196,7 +196,10 @@ class StoreWriter:
             "command": self.command,
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        write_atomic(self.root / HOLDER_FILE, json.dumps(holder).encode())
+        try:  # informational only: it lets a second writer name the holder
+            (self.root / HOLDER_FILE).write_text(json.dumps(holder))
+        except OSError as exc:
+            log.warning("cannot record the lock holder in %s: %s", self.root / HOLDER_FILE, exc)
         self.clean_leftovers()
         return self
 
@@ -232,6 +235,14 @@ class StoreWriter:
         folder.mkdir()
         return folder
 
+    def abandon(self, generation: int) -> None:
+        """Best-effort removal of what a failed commit of `generation` left behind."""
+        for path in self.root.glob(f"{TMP_PREFIX}{generation:06d}-{os.getpid()}"):
+            shutil.rmtree(path, ignore_errors=True)
+        final = self.root / generation_name(generation)
+        if final.exists() and current_generation(self.root) != final.name:
+            shutil.rmtree(final, ignore_errors=True)
+
     def publish(self, folder: Path, manifest: Manifest) -> Path:
         """Checksum, flush and publish a fully written generation folder; return its final path."""
         files = {}
@@ -246,7 +257,11 @@ class StoreWriter:
             shutil.rmtree(final)
         os.rename(folder, final)
         fsync_dir(self.root)
-        write_atomic(self.root / CURRENT_FILE, f"{final.name} {sha256_bytes(data)}\n".encode("ascii"))
+        write_atomic(self.root / CURRENT_FILE, f"{final.name} {sha256_bytes(data)}\n".encode("ascii"), sync_dir=False)
+        try:  # the new generation is current from here on; a crash before this flush may bring back the old one
+            fsync_dir(self.root)
+        except OSError as exc:
+            log.warning("%s is current, but flushing %s failed (%s)", final.name, self.root, exc)
         self.clean_leftovers()
         return final
 
