@@ -1,12 +1,17 @@
 """Hierarchical chunking: broad token windows with overlap, mid windows nested in them, sentences nested in mids.
 
+Mid windows end where a sentence starts (at most `mid_tokens` each), so sentences are not cut between mids.
+
 Broad chunk i covers tokens [i*(c-o), i*(c-o)+c). Every offset is a token boundary turned into an exact
 character offset, so ``text[start:end]`` is the chunk.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
+
+import numpy as np
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -63,8 +68,8 @@ def chunk_document(text: str, tokenizer: Tokenizer, settings: ChunkSettings) -> 
             continue
         broad_seq = len(broad)
         broad.append(ChunkSpan("broad", broad_seq, int(bounds[b_begin]), int(bounds[b_end]), b_end - b_begin, None))
-        for m_begin, m_end in token_windows(b_end - b_begin, settings.mid_tokens):
-            start, end = int(bounds[b_begin + m_begin]), int(bounds[b_begin + m_end])
+        for m_begin, m_end in mid_windows(text, bounds, b_begin, b_end, settings.mid_tokens):
+            start, end = int(bounds[m_begin]), int(bounds[m_end])
             if not text[start:end].strip():
                 continue
             mid_seq = len(mid)
@@ -72,6 +77,32 @@ def chunk_document(text: str, tokenizer: Tokenizer, settings: ChunkSettings) -> 
             for s_start, s_end, s_tokens in _sentences(text, start, end, tokenizer, settings.sentence_max_tokens):
                 narrow.append(ChunkSpan("narrow", len(narrow), s_start, s_end, s_tokens, mid_seq))
     return broad + mid + narrow
+
+
+def mid_windows(text: str, bounds: np.ndarray, begin: int, end: int, size: int) -> list[tuple[int, int]]:
+    """Token ranges that tile [begin, end), each at most `size` tokens, cut where a sentence starts.
+
+    Only a sentence longer than `size` tokens is cut inside, at the token limit, so a sentence is not split
+    across two mid chunks (and so into two narrow chunks) merely because a fixed window ended in it.
+    """
+    offset = int(bounds[begin])
+    cuts = []
+    for sentence_start, _ in split_sentences(text[offset : int(bounds[end])]):
+        token = int(np.searchsorted(bounds, offset + sentence_start, side="right")) - 1  # the token holding it
+        if begin < token < end:
+            cuts.append(token)
+    windows = []
+    current = begin
+    while current < end:
+        limit = current + size
+        if limit >= end:
+            windows.append((current, end))
+            break
+        last = bisect_right(cuts, limit) - 1
+        following = cuts[last] if last >= 0 and cuts[last] > current else limit
+        windows.append((current, following))
+        current = following
+    return windows
 
 
 def _sentences(

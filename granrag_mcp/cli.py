@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_store(recover)
 
+    from granrag_mcp.evaluation.command import add_eval_parser
+
+    add_eval_parser(commands, parents=[common])
     serve = add_command("serve", help="run the MCP server (stdio or streamable HTTP)",
                                 description="Serve the index to MCP clients. Read-only: indexing stays in `index`.")
     _add_store(serve)
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(args)
         _configure_logging(settings.log_level)
         handler = {"index": cmd_index, "status": cmd_status, "search": cmd_search, "recover": cmd_recover,
-                   "serve": cmd_serve}[args.command]
+                   "serve": cmd_serve, "eval": cmd_eval}[args.command]
         return handler(args, settings) or 0
     except GranragError as exc:
         print(f"granrag-mcp: error: {exc}", file=sys.stderr)
@@ -249,6 +252,12 @@ def cmd_search(args: argparse.Namespace, settings) -> int:
     if not hits:
         print("no hits")
     return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings) -> int:
+    from granrag_mcp.evaluation.command import cmd_eval as run_eval
+
+    return run_eval(args, settings)
 
 
 def cmd_recover(args: argparse.Namespace, settings) -> int:

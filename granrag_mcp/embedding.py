@@ -106,7 +106,9 @@ class SentenceTransformerEmbedder:
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         limit = max(8, (max_tokens or self.max_tokens) - 2)  # room for [CLS] and [SEP]
-        offsets = self._tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)["offset_mapping"]
+        offsets = self._tokenizer(text, return_offsets_mapping=True, add_special_tokens=False, verbose=False)[
+            "offset_mapping"
+        ]
         if not offsets:
             return [(0, len(text))] if text.strip() else []
         spans = []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+import faiss
+
 from granrag_mcp.embedding import Embedder, SentenceTransformerEmbedder
 from granrag_mcp.errors import StoreNotFoundError
 from granrag_mcp.rerank import Reranker, load_reranker
@@ -44,6 +46,8 @@ class Engine:
                 f"no index at {settings.store}: build one with `granrag-mcp index PATH... --store {settings.store}`"
             )
         self.settings = settings
+        # One query at a time: FAISS's thread pool costs more to wake than a single search takes.
+        faiss.omp_set_num_threads(1)
         self.tokenizer = get_tokenizer(settings.tokenizer)
         self.embedder = embedder or make_embedder(settings)
         self.live = LiveStore(settings.store, identity_for(settings, self.embedder.dimension))

@@ -1,17 +1,23 @@
-"""HTTP transport guards: a static bearer token (ASGI middleware) and the Host/Origin allow-lists."""
+"""The streamable HTTP transport: a static bearer token (ASGI middleware), the Host/Origin allow-lists, and
+uvicorn on a socket bound before start-up, so port 0 works and the real port is known."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import logging
+import socket
+import sys
+from typing import Any
 
+from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from granrag_mcp.settings import is_loopback
+from granrag_mcp.errors import GranragError
+from granrag_mcp.settings import Settings, is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +46,10 @@ class BearerTokenMiddleware:
             client = scope.get("client")
             log.warning("refused an HTTP request without a valid bearer token from %s", client[0] if client else "?")
             response = JSONResponse(
-                {"error": "unauthorized", "error_description": "send the header 'Authorization: Bearer <GRANRAG_AUTH_TOKEN>'"},
+                {
+                    "error": "unauthorized",
+                    "error_description": "send the header 'Authorization: Bearer <GRANRAG_AUTH_TOKEN>'",
+                },
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="granrag-mcp"'},
             )
@@ -65,3 +74,45 @@ def transport_security(host: str, port: int) -> TransportSecuritySettings:
         allowed_hosts=[f"{name}:{port}" for name in names],
         allowed_origins=[f"http://{name}:{port}" for name in names],
     )
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise GranragError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
+    sock.listen(128)
+    return sock
+
+
+def run_http(server: MCPServer, settings: Settings) -> None:
+    """Serve `server` on http://HOST:PORT/mcp until the process is stopped; the bound URL is logged on stderr."""
+    import uvicorn
+
+    sock = _bind(settings.host, settings.port)
+    port = sock.getsockname()[1]
+    app: Any = server.streamable_http_app(
+        streamable_http_path="/mcp", transport_security=transport_security(settings.host, port), host=settings.host
+    )
+    if settings.auth_token is not None:
+        token = settings.auth_token.get_secret_value()
+        if not token.strip():
+            raise GranragError("GRANRAG_AUTH_TOKEN is set but empty: set it to a long random secret, or unset it")
+        app = BearerTokenMiddleware(app, token)
+    name = f"[{settings.host}]" if ":" in settings.host else settings.host
+    url = f"http://{name}:{port}/mcp"
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:  # tests read this line to learn the port
+                sys.stderr.write(f"granrag-mcp: listening on {url}\n")
+                sys.stderr.flush()
+
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
+                            log_level=settings.log_level.lower())
+    Server(config).run(sockets=[sock])

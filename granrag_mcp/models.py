@@ -31,9 +31,14 @@ class Source(_Model):
 class Hit(_Model):
     """One chunk of the index."""
 
-    chunk_id: str = Field(description="Public id such as 'mid:42': pass it to expand_window, get_parent, rerank, get_chunks.")
+    chunk_id: str = Field(
+        description="Public id such as 'mid:42': pass it to expand_window, get_parent, rerank, get_chunks."
+    )
     doc_id: str = Field(description="Document the chunk comes from (its path relative to the indexed folder).")
-    level: LevelName = Field(description="broad (a long passage), mid (a paragraph or so, inside a broad chunk) or narrow (one sentence, inside a mid chunk).")
+    level: LevelName = Field(
+        description="broad (a long passage), mid (a paragraph or so, inside a broad chunk) or narrow (one "
+        "sentence, inside a mid chunk)."
+    )
     seq: int = Field(description="Position of the chunk among the chunks of its level in its document.")
     start: int = Field(description="Character offset of the chunk in its document.")
     end: int = Field(description="Character offset just past the chunk in its document.")

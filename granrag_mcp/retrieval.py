@@ -19,7 +19,7 @@ from granrag_mcp.store.store import Snapshot
 
 MAX_QUERY_CHARS = 4000
 RRF_LISTS = ("broad_dense", "broad_lexical", "narrow_dense", "narrow_lexical")
-HEAVY_OVERLAP = 0.5  # two spans sharing at least this share of the shorter one are the same passage
+HEAVY_OVERLAP = 0.5  # in a window, a neighbour sharing this share of the centre's span is a copy of it
 
 
 @dataclass
@@ -68,10 +68,14 @@ def overlap_share(a: Chunk, b: Chunk) -> float:
 
 
 def dedupe_by_span(hits: Sequence[Hit]) -> list[Hit]:
-    """Drop a hit whose span is mostly the span of a better-ranked hit (copies made by the broad overlap)."""
+    """Drop a hit whose span contains, or lies inside, the span of a better-ranked hit.
+
+    The broad overlap indexes the text of each overlap region twice, so the same sentence (or a piece of it)
+    can come back from two broad chunks. Chunks that merely overlap, such as a short last broad chunk, stay.
+    """
     kept: list[Hit] = []
     for hit in hits:
-        if all(overlap_share(hit.chunk, k.chunk) < HEAVY_OVERLAP for k in kept):
+        if not any(_inside(hit.chunk, k.chunk) or _inside(k.chunk, hit.chunk) for k in kept):
             kept.append(hit)
     return kept
 
@@ -150,7 +154,10 @@ class View:
     # --- dual granularity --------------------------------------------------------------------------------------
 
     def search_union(self, query: str, k: int, fine_level: Level = "narrow") -> list[Hit]:
-        """Broad and fine hits united and ordered by score; a fine hit inside a returned broad hit is dropped."""
+        """Broad and fine hits united in order of score; a fine hit inside a returned broad hit is not repeated.
+
+        A broad hit that covers better-scoring fine hits is placed where the best of them was.
+        """
         vector = self.query_vector(query)
         depth = max(2 * k, k + 10)
         broad = dedupe_by_span(self._hits(self.dense("broad", vector, depth)))
@@ -158,8 +165,11 @@ class View:
         result: list[Hit] = []
         for hit in sorted(broad + fine, key=lambda h: -h.score):
             if hit.chunk.level == "broad":
-                result = [h for h in result if h.chunk.level == "broad" or not _inside(h.chunk, hit.chunk)]
-                result.append(hit)
+                # The broad hit takes the place of the best fine hit it covers, which it then replaces.
+                covered = [i for i, h in enumerate(result) if h.chunk.level != "broad" and _inside(h.chunk, hit.chunk)]
+                position = covered[0] if covered else len(result)
+                result = [h for i, h in enumerate(result) if i not in covered]
+                result.insert(position, hit)
             elif not any(h.chunk.level == "broad" and _inside(hit.chunk, h.chunk) for h in result):
                 result.append(hit)
             if len(result) >= k:

@@ -31,6 +31,7 @@ _OPENERS = "\"'“‘([«"
 # only the first character of a run can start a match.
 _SENTENCE_END = re.compile(r"(?<![.!?…])([.!?…]++)[\"'”’)\]»]*+(?=\s|\Z)")
 _LIST_MARKER = re.compile(r"(?:[-*+•‣◦▪]|\d{1,3}[.)]|\(?[A-Za-z]\)|\(\d{1,3}\))(?=\s|\Z)")
+_LIST_NUMBER = re.compile(r"\d{1,3}\.|[A-Za-z]\.")
 _HEADING = re.compile(r"#{1,6}(?=\s|\Z)")
 _RULE = re.compile(r"([-=_*~])\1{2,}")
 _DOTTED_ACRONYM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
@@ -138,6 +139,8 @@ def _is_hard_break(previous: _Line, line: _Line) -> bool:
 def _split_block(text: str, block_start: int, block_end: int, spans: list[Span]) -> None:
     piece_start = block_start
     for match in _SENTENCE_END.finditer(text, block_start, block_end):
+        if match.end() - piece_start <= 8 and _LIST_NUMBER.fullmatch(text[piece_start : match.end()].strip()):
+            continue  # "1. The writer ...": the number belongs to the item it opens
         if _ends_sentence(text, match, block_start, block_end):
             _append_stripped(text, piece_start, match.end(), spans)
             piece_start = match.end()

@@ -1,21 +1,17 @@
 """The MCP server: read-only retrieval tools over the index, on stdio or streamable HTTP.
 
 Each tool is a few lines over one `View` (one generation of the index, taken per call). The engine (embedding
-model, store, reranker) loads in a worker thread when the server starts, so `initialize` is answered at once;
+model, store, reranker) loads in a background thread when the server starts, so `initialize` is answered at once;
 a tool called before it is ready waits for it. Nothing here writes to stdout: in stdio mode it is the wire.
 """
 
 import functools
 import logging
-import socket
-import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
 
-import anyio
-import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
@@ -183,25 +179,31 @@ def check_store(settings: Settings) -> Manifest:
 
 
 class EngineHolder:
-    """The engine, built once in a worker thread; tool calls (worker threads too) wait until it is ready."""
+    """The engine, built once in its own thread; tool calls (in worker threads) wait until it is ready.
+
+    A dedicated daemon thread rather than a cancellable task: the build must run to its end even when the
+    connection that started it goes away first, and must not hold the process up when it exits.
+    """
 
     def __init__(self, settings: Settings, factory: Callable[[Settings], Engine]) -> None:
         self._settings = settings
         self._factory = factory
         self._ready = threading.Event()
-        self._started = False
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
         self._engine: Engine | None = None
         self._error: str | None = None
 
-    async def load(self) -> None:
-        if self._started:
-            return
-        self._started = True
+    def start(self) -> None:
+        """Start building the engine, once; later calls (one per connection in tests) do nothing."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._build, name="granrag-engine-load", daemon=True)
+                self._thread.start()
+
+    def _build(self) -> None:
         try:
-            engine = await anyio.to_thread.run_sync(self._factory, self._settings, abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():
-            self._error = "the server is shutting down"
-            raise
+            engine = self._factory(self._settings)
         except GranragError as exc:
             self._error = f"the index could not be loaded: {exc}; restart the server once that is fixed"
             log.error("%s", self._error)
@@ -241,12 +243,8 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(holder.load)
-            try:
-                yield None
-            finally:
-                tasks.cancel_scope.cancel()
+        holder.start()  # returns at once: initialize is answered while the engine loads
+        yield None
 
     server: MCPServer = MCPServer(
         "granrag-mcp", title="granrag-mcp", version=__version__, instructions=INSTRUCTIONS,
@@ -293,10 +291,13 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
         k: Annotated[int, Field(ge=1, le=100, description="Number of hits (1-100).")] = 10,
         method: Annotated[
             Literal["rrf", "union"],
-            Field(description="rrf: weighted reciprocal rank fusion of four lists; union: broad and fine hits by score."),
+            Field(description="rrf: weighted reciprocal rank fusion of four lists; union: broad and fine hits "
+                  "by score."),
         ] = "rrf",
         weights: Weights = None,
-        rrf_k: Annotated[int, Field(ge=1, le=1000, description="rrf only: the RRF constant; larger flattens ranks.")] = 60,
+        rrf_k: Annotated[
+            int, Field(ge=1, le=1000, description="rrf only: the RRF constant; larger flattens ranks.")
+        ] = 60,
         lexical: Annotated[bool, Field(description="rrf only: include the two BM25 lists.")] = True,
         level: Annotated[
             Literal["broad", "mid", "narrow"],
@@ -382,7 +383,7 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
             str | None, Field(max_length=1000, description="Only documents whose doc_id starts with this.")
         ] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Page size (1-500).")] = 50,
-        offset: Annotated[int, Field(ge=0, description="Documents to skip, for paging.")] = 0,
+        offset: Annotated[int, Field(ge=0, le=1_000_000_000, description="Documents to skip, for paging.")] = 0,
     ) -> DocumentList:
         view, _ = open_view()
         documents, total = view.list_documents(prefix, limit, offset)
@@ -395,7 +396,8 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
     @tool
     def get_chunks(chunk_ids: ChunkIds, max_tokens: MaxTokens = budget) -> SearchResult:
         view, tokens = open_view()
-        return hits_result(view, tokens, [CoreHit(c, None) for c in view.get_chunks(chunk_ids)], max_tokens)  # type: ignore[arg-type]
+        chunks = view.get_chunks(chunk_ids)
+        return hits_result(view, tokens, [CoreHit(c, None) for c in chunks], max_tokens)  # type: ignore[arg-type]
 
     return server
 
@@ -409,44 +411,6 @@ def run_server(settings: Settings) -> None:
     if settings.transport == "stdio":
         server.run("stdio")
     else:
+        from granrag_mcp.http_auth import run_http
+
         run_http(server, settings)
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except OSError as exc:
-        raise GranragError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
-    sock.listen(128)
-    return sock
-
-
-def run_http(server: MCPServer, settings: Settings) -> None:
-    import uvicorn
-
-    from granrag_mcp.http_auth import BearerTokenMiddleware, transport_security
-
-    sock = _bind(settings.host, settings.port)
-    port = sock.getsockname()[1]
-    app: Any = server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=transport_security(settings.host, port), host=settings.host
-    )
-    if settings.auth_token is not None:
-        app = BearerTokenMiddleware(app, settings.auth_token.get_secret_value())
-    name = f"[{settings.host}]" if ":" in settings.host else settings.host
-    url = f"http://{name}:{port}/mcp"
-
-    class Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if not self.should_exit:  # tests read this line to learn the port
-                sys.stderr.write(f"granrag-mcp: listening on {url}\n")
-                sys.stderr.flush()
-
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
-                            log_level=settings.log_level.lower())
-    Server(config).run(sockets=[sock])

@@ -133,3 +133,24 @@ def test_any_text_gives_exact_nested_spans(text):
         assert broad[mid.parent_seq].start <= mid.start and mid.end <= broad[mid.parent_seq].end
     for sentence in by_level(chunks, "narrow"):
         assert mids[sentence.parent_seq].start <= sentence.start and sentence.end <= mids[sentence.parent_seq].end
+
+
+def test_mid_chunks_end_at_sentence_boundaries(tokenizer):
+    text = " ".join(f"Sentence number {i} is about topic {i} and nothing else." for i in range(80))
+    settings = ChunkSettings(broad_tokens=400, broad_overlap=40, mid_tokens=50, sentence_max_tokens=40)
+    chunks = chunk_document(text, tokenizer, settings)
+    broad_ends = {c.end for c in by_level(chunks, "broad")}
+    mids = by_level(chunks, "mid")
+    inner = [m for m in mids if m.end not in broad_ends]
+    assert inner and all(text[m.start : m.end].rstrip().endswith(".") for m in inner)
+    narrow = by_level(chunks, "narrow")
+    complete = [n for n in narrow if text[n.start : n.end].startswith("Sentence")]
+    assert len(complete) >= len(narrow) - 2 * len(by_level(chunks, "broad"))  # only broad edges cut sentences
+
+
+def test_a_sentence_longer_than_a_mid_is_cut_at_the_token_limit(tokenizer):
+    text = " ".join(f"w{i}" for i in range(300)) + "."
+    settings = ChunkSettings(broad_tokens=1000, broad_overlap=0, mid_tokens=64, sentence_max_tokens=32)
+    mids = by_level(chunk_document(text, tokenizer, settings), "mid")
+    assert len(mids) > 3 and all(m.token_count <= 64 for m in mids)
+    assert all(a.end == b.start for a, b in zip(mids, mids[1:]))

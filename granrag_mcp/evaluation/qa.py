@@ -106,7 +106,9 @@ def load_squad(path: Path, articles: int | None = None) -> QASet:
                 answer = answers[0]
                 text, start = answer.get("text"), answer.get("answer_start")
                 if not isinstance(text, str) or not isinstance(start, int) or start < 0:
-                    raise InvalidInputError(f"{where} ({title}), question {qa.get('id')!r}: malformed answer {answer!r}")
+                    raise InvalidInputError(
+                        f"{where} ({title}), question {qa.get('id')!r}: malformed answer {answer!r}"
+                    )
                 if context[start : start + len(text)] != text:
                     raise InvalidInputError(
                         f"{where} ({title}), question {qa.get('id')!r}: the answer {text!r} is not at offset {start} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -98,18 +99,23 @@ def write_chart(summary: Summary, path: Path, title: str = "") -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
+    values = [v for levels in summary.values() if "broad" in levels for v in levels["broad"].values()]
+    floor = max(0.0, math.floor((min(values, default=0.0) - 0.05) * 10) / 10)  # zoom in, on a 0.1 grid
+    styles = [("o", "-"), ("s", "--"), ("D", "-."), ("^", ":"), ("v", "-"), ("P", "--"), ("X", "-.")]
     for axis, metric in zip(axes, ("HR", "MRR")):
-        for name, levels in summary.items():
+        for number, (name, levels) in enumerate(summary.items()):
             if "broad" not in levels:
                 continue
-            axis.plot(KS, [levels["broad"][f"{metric}@{k}"] for k in KS], marker="o", label=name)
+            marker, line = styles[number % len(styles)]
+            axis.plot(KS, [levels["broad"][f"{metric}@{k}"] for k in KS], marker=marker, linestyle=line,
+                      label=name, alpha=0.85)
         axis.set_title(f"{metric}@k, broad level")
         axis.set_xlabel("k")
         axis.set_xticks(KS)
-        axis.set_ylim(0, 1)
+        axis.set_ylim(floor, 1.0)
         axis.grid(True, alpha=0.3)
     axes[0].set_ylabel("score")
-    axes[1].legend(loc="lower right", fontsize="small")
+    axes[1].legend(loc="best", fontsize="small")
     if title:
         figure.suptitle(title, fontsize="medium")
     figure.tight_layout()
@@ -131,7 +137,8 @@ def write_report(folder: Path, summary: Summary, meta: Mapping[str, Any], rows: 
     """Write report.md, metrics.json, per_query.jsonl and (unless `chart` is False) the PNG chart."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"report": folder / "report.md", "metrics": folder / "metrics.json", "per_query": folder / "per_query.jsonl"}
+    paths = {"report": folder / "report.md", "metrics": folder / "metrics.json",
+             "per_query": folder / "per_query.jsonl"}
     write_jsonl(rows, paths["per_query"])
     paths["metrics"].write_text(json.dumps({"summary": summary, **meta}, indent=2, ensure_ascii=False) + "\n",
                                 encoding="utf-8")

@@ -13,14 +13,18 @@ C2P        narrow, mid and broad dense hits, each mapped to      narrow and mid 
                                                                  descendant, merged by max score
 S2P        narrow (sentence) dense hits mapped to their broad    the same sentences mapped to their mid parents
            ancestors, in order of first occurrence
-Union      ``View.search_union`` (broad + sentences): a broad    the same list: a sentence counts as its mid
-           hit counts as itself, a sentence as its broad         parent, a broad hit as its best-matching mid
+Union      ``View.search_union(k=10)`` (broad + sentences): a    the same list: a sentence counts as its mid
+           broad hit counts as itself, a sentence as its broad   parent, a broad hit as its best-matching mid
            ancestor                                              descendant
-RRF        ``View.search_rrf(level="broad")`` (dense + BM25      ``View.search_rrf(level="mid")``
-           of the broad and narrow levels)
+RRF        ``View.search_rrf(k=10, level="broad")`` (dense +     ``View.search_rrf(k=10, level="mid")``
+           BM25 of the broad and narrow levels)
 HRR        ``View.hrr_search`` (broad parents of the reranked    the reranked mid candidates themselves
            mid candidates)
 =========  ===================================================  ================================================
+
+Lists are fetched deep enough for @10 at both levels (dense lists are doubled until they reach ten distinct
+ancestors). Union and RRF are asked for exactly 10 hits, as a caller would: their depth depends on k, so a
+deeper call would change the head of their lists rather than extend them.
 
 Efficiency: the question is embedded once. `CachedEmbedder` sits between the View and the model, so the
 View's own methods (which embed their query) find the vector already computed, and the embedding
@@ -32,8 +36,8 @@ rerank.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -47,7 +51,8 @@ STRATEGIES: tuple[str, ...] = ("Base", "C2P", "S2P", "Union", "RRF", "HRR")
 EVAL_LEVELS: tuple[Level, ...] = ("broad", "mid")
 NEEDED = 10  # the deepest cut-off reported (@10)
 DENSE_FETCH = 100  # first over-fetch of a dense list; doubled while too few distinct parents come out
-RRF_K = 2 * NEEDED  # hits asked from search_rrf (its lists are max(3k, 30) deep)
+UNION_K = NEEDED  # hits asked from search_union (see `union` for why no more)
+RRF_K = NEEDED  # hits asked from search_rrf, as an MCP caller asking for 10 (its lists are 30 deep)
 HRR_K = 50  # broad parents asked from hrr_search: all of them (at most rerank_n)
 
 
@@ -106,12 +111,20 @@ class MemoReranker:
         self._scores.clear()
 
 
-def prime_reranker(reranker: Reranker | None, passages: Sequence[str]) -> bool:
-    """Embed every passage window of the embedding reranker in one batched pass; False if it does not apply."""
+def uses_embedding_fallback(reranker: Reranker | None) -> bool:
     inner = reranker.inner if isinstance(reranker, MemoReranker) else reranker
-    if not isinstance(inner, EmbeddingReranker) or not passages:
+    return isinstance(inner, EmbeddingReranker)
+
+
+def prime_reranker(reranker: Reranker | None, passages: Sequence[str]) -> bool:
+    """Embed every passage window of the embedding reranker in one batched pass; False if it does not apply.
+
+    The windows land in the `CachedEmbedder` the reranker was built on, so later scoring finds them there.
+    """
+    if not uses_embedding_fallback(reranker) or not passages:
         return False
-    inner.score("warm-up", list(passages))  # fills the CachedEmbedder under it with every window
+    inner = reranker.inner if isinstance(reranker, MemoReranker) else reranker
+    inner.score("warm-up", list(passages))  # type: ignore[union-attr]
     return True
 
 
@@ -120,22 +133,18 @@ class Hierarchy:
     """Spans and ancestors of every chunk of one snapshot, read once through the View."""
 
     spans: dict[int, Span]  # broad and mid chunk id -> (doc_id, start, end)
-    level: dict[int, Level]
-    up: dict[Level, dict[int, int]]  # target level -> {finer chunk id -> its ancestor at that level}
-    public: dict[int, str]
-    doc_ids: set[str] = field(default_factory=set)
+    up: dict[Level, dict[int, int]]  # target level -> {chunk id -> its ancestor at that level, or itself}
+    public: dict[int, str]  # broad and mid chunk id -> public id
 
     @classmethod
     def load(cls, view: View) -> Hierarchy:
         catalog = view.snapshot.catalog
         by_level = {level: {c.id: c for c in catalog.chunks_of_level(level)} for level in ("broad", "mid", "narrow")}
         spans: dict[int, Span] = {}
-        levels: dict[int, Level] = {}
         public: dict[int, str] = {}
         for level in ("broad", "mid"):
             for chunk in by_level[level].values():
                 spans[chunk.id] = (chunk.doc_id, chunk.start, chunk.end)
-                levels[chunk.id] = level
                 public[chunk.id] = chunk.public_id
         up: dict[Level, dict[int, int]] = {"broad": {}, "mid": {}}
         if by_level["narrow"]:
@@ -145,8 +154,7 @@ class Hierarchy:
             up["broad"].update(view.ancestors(by_level["mid"], "broad"))
         for level in ("broad", "mid"):
             up[level].update({chunk_id: chunk_id for chunk_id in by_level[level]})
-        doc_ids = {c.doc_id for c in by_level["broad"].values()}
-        return cls(spans, levels, up, public, doc_ids)
+        return cls(spans, up, public)
 
     def climb(self, chunk_ids: Iterable[int], level: Level) -> list[int]:
         """Ancestors at `level` (a chunk of that level is its own), first occurrence order, duplicates dropped."""
@@ -205,19 +213,21 @@ def s2p(ctx: StrategyContext) -> Ranking:
 
 
 def union(ctx: StrategyContext) -> Ranking:
-    h, k = ctx.hierarchy, 4 * NEEDED
-    limit = len(ctx.view.snapshot.vectors["narrow"]) + len(ctx.view.snapshot.vectors["broad"])
-    while True:
-        hits = ctx.view.search_union(ctx.question, k)
-        broad = h.climb((hit.chunk.id for hit in hits), "broad")
-        mid = list(dict.fromkeys(
-            ctx.view.best_descendant(hit.chunk.id, "mid", ctx.vector) if hit.chunk.level == "broad"
-            else h.up["mid"][hit.chunk.id]
-            for hit in hits
-        ))
-        if (len(broad) >= NEEDED and len(mid) >= NEEDED) or len(hits) < k or k >= limit:
-            return {"broad": broad, "mid": mid}
-        k *= 2
+    """`search_union` asked for NEEDED hits, exactly what a caller asking for 10 gets, then mapped per level.
+
+    No deeper over-fetch: search_union is not prefix-stable. A deeper call fetches more broad hits, and each
+    broad hit that arrives replaces the better-ranked sentences inside it and goes to the end of the list,
+    which changes the head of the list (measured on 300 questions: broad MRR@10 0.805 at k=10, 0.744 at k=40).
+    """
+    h = ctx.hierarchy
+    hits = ctx.view.search_union(ctx.question, UNION_K)
+    broad = h.climb((hit.chunk.id for hit in hits), "broad")
+    mid = list(dict.fromkeys(
+        ctx.view.best_descendant(hit.chunk.id, "mid", ctx.vector) if hit.chunk.level == "broad"
+        else h.up["mid"][hit.chunk.id]
+        for hit in hits
+    ))
+    return {"broad": broad, "mid": mid}
 
 
 def rrf(ctx: StrategyContext) -> Ranking:
