@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -123,7 +125,11 @@ class EmbeddingReranker:
     """
 
     def __init__(
-        self, embedder: Embedder, window_tokens: int | None = None, mean_weight: float = MEAN_WINDOW_WEIGHT
+        self,
+        embedder: Embedder,
+        window_tokens: int | None = None,
+        mean_weight: float = MEAN_WINDOW_WEIGHT,
+        cache_size: int = 20_000,
     ) -> None:
         if mean_weight < 0:
             raise ValueError(f"mean_weight must be >= 0, got {mean_weight!r}")
@@ -135,16 +141,18 @@ class EmbeddingReranker:
         self._half_window_tokens = window_tokens // 2
         self._mean_weight = mean_weight
         self.name = f"embedding-fallback:{embedder.name}"
+        # Agents rerank the same chunks again and again: window vectors are kept, most recent last.
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:
             return []
         windows_per_passage = [self._window_texts(passage) for passage in passages]
         all_windows = [window for windows in windows_per_passage for window in windows]
-        # One call for the query and every window keeps batching with the embedder.
-        vectors = self._embedder.embed([query, *all_windows])
-        query_vector, window_vectors = vectors[0], vectors[1:]
-        similarities = window_vectors @ query_vector
+        query_vector, window_vectors = self._vectors(query, all_windows)
+        similarities = np.array([window_vectors[w] @ query_vector for w in all_windows])
 
         scores = []
         begin = 0
@@ -153,6 +161,21 @@ class EmbeddingReranker:
             begin += len(windows)
             scores.append(self._combine(passage_similarities))
         return scores
+
+    def _vectors(self, query: str, windows: Sequence[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The query's vector and every window's: cached windows reused, the rest embedded in one call."""
+        with self._lock:
+            known = {w: self._cache[w] for w in set(windows) if w in self._cache}
+            for window in known:
+                self._cache.move_to_end(window)
+        missing = list(dict.fromkeys(w for w in windows if w not in known))
+        vectors = self._embedder.embed([query, *missing])
+        fresh = dict(zip(missing, vectors[1:]))
+        with self._lock:
+            self._cache.update(fresh)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return vectors[0], {**known, **fresh}
 
     def _window_texts(self, passage: str) -> list[str]:
         halves = self._embedder.windows(passage, max_tokens=self._half_window_tokens)

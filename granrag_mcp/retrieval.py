@@ -19,6 +19,8 @@ from granrag_mcp.store.store import Snapshot
 
 MAX_QUERY_CHARS = 4000
 RRF_LISTS = ("broad_dense", "broad_lexical", "narrow_dense", "narrow_lexical")
+HRR_LISTS = ("rerank", "sentence_dense", "sentence_lexical", "mid_lexical")
+HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (measured in docs/evaluation.md)
 HEAVY_OVERLAP = 0.5  # in a window, a neighbour sharing this share of the centre's span is a copy of it
 
 
@@ -286,28 +288,63 @@ class View:
         scores = self.reranker.score(query, [c.text for c in chunks])  # type: ignore[union-attr]
         return sorted((Hit(c, float(s)) for c, s in zip(chunks, scores)), key=lambda h: -h.score)
 
-    def hrr_search(self, query: str, k: int = 5, sentence_k: int = 30, mid_k: int = 10, rerank_n: int = 20) -> RerankResult:
-        """Hierarchical Re-ranker Retriever: sentences and mid chunks, reranked at mid, returned as broad parents."""
+    def hrr_mids(
+        self,
+        query: str,
+        sentence_k: int = 50,
+        mid_k: int = 20,
+        rerank_n: int = 20,
+        weights: Mapping[str, float] | None = None,
+        rrf_k: int = HRR_RRF_K,
+    ) -> tuple[str, list[Hit]]:
+        """The mid stage of HRR: sentence and mid retrieval, then the reranker's order fused with the evidence.
+
+        Candidates come from sentences (dense and BM25, each mapped to its mid chunk) and from the mid level
+        (dense and BM25). The best `rerank_n` of them, by a first fusion, are reranked; the final order fuses
+        the reranker's list with the sentence lists and mid BM25 (weighted RRF), because a bi-encoder
+        fallback alone orders 512-token chunks worse than the sentences that point into them.
+        """
         query = check_query(query)
         if self.reranker is None:
             raise InvalidInputError("no reranker is configured on this server")
+        weights = dict(weights or {})
+        unknown = sorted(set(weights) - set(HRR_LISTS))
+        if unknown:
+            raise InvalidInputError(f"unknown weight name(s) {unknown}; use {', '.join(HRR_LISTS)}")
         vector = self.embedder.embed([query])[0]
-        sentence_mids = self._map_to_level(self.dense("narrow", vector, sentence_k), "mid", vector)
-        mids = self.dense("mid", vector, mid_k)
-        candidates: list[int] = []
-        for chunk_id, _ in sentence_mids + mids:
-            if chunk_id not in candidates:
-                candidates.append(chunk_id)
-        chunks = self._catalog.chunks(candidates[:rerank_n])
-        ranked = self._rerank_chunks(query, [chunks[i] for i in candidates[:rerank_n] if i in chunks])
-        parents = self._catalog.chunks(list({h.chunk.parent_id for h in ranked}))
+        evidence = {
+            "sentence_dense": self._map_to_level(self.dense("narrow", vector, sentence_k), "mid", vector),
+            "sentence_lexical": self._map_to_level(self.lexical("narrow", query, sentence_k), "mid", vector),
+            "mid_lexical": self.lexical("mid", query, mid_k),
+        }
+        first = reciprocal_rank_fusion({**evidence, "mid_dense": self.dense("mid", vector, mid_k)}, k=rrf_k)
+        candidates = [item.key for item in first[:rerank_n]]
+        chunks = self._catalog.chunks(candidates)
+        reranked = self._rerank_chunks(query, [chunks[i] for i in candidates if i in chunks])
+        lists = {"rerank": [(h.chunk.id, h.score) for h in reranked], **evidence}
+        fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
+        chunks.update(self._catalog.chunks([item.key for item in fused if item.key not in chunks]))
+        return self.reranker.name, [Hit(chunks[item.key], item.score, item.contributions) for item in fused]
+
+    def hrr_search(
+        self,
+        query: str,
+        k: int = 5,
+        sentence_k: int = 50,
+        mid_k: int = 20,
+        rerank_n: int = 20,
+        weights: Mapping[str, float] | None = None,
+    ) -> RerankResult:
+        """Hierarchical Re-ranker Retriever: sentences and mid chunks, reranked at mid, returned as broad parents."""
+        reranker, mids = self.hrr_mids(query, sentence_k, mid_k, rerank_n, weights)
+        parents = self._catalog.chunks(list({h.chunk.parent_id for h in mids}))
         out: dict[int, Hit] = {}
-        for hit in ranked:
+        for hit in mids:
             parent_id = hit.chunk.parent_id
             if parent_id not in out:
-                out[parent_id] = Hit(parents[parent_id], hit.score)
+                out[parent_id] = Hit(parents[parent_id], hit.score, hit.sources)
             out[parent_id].evidence.append(hit.chunk.public_id)
-        return RerankResult(self.reranker.name, dedupe_by_span(list(out.values()))[:k])
+        return RerankResult(reranker, dedupe_by_span(list(out.values()))[:k])
 
     # --- discovery ---------------------------------------------------------------------------------------------
 

@@ -368,8 +368,8 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
     def hrr_search(
         query: Query,
         k: Annotated[int, Field(ge=1, le=100, description="Number of broad passages (1-100).")] = 5,
-        sentence_k: Annotated[int, Field(ge=1, le=300, description="Sentences retrieved first (1-300).")] = 30,
-        mid_k: Annotated[int, Field(ge=1, le=100, description="Mid chunks retrieved directly (1-100).")] = 10,
+        sentence_k: Annotated[int, Field(ge=1, le=300, description="Sentences retrieved first (1-300).")] = 50,
+        mid_k: Annotated[int, Field(ge=1, le=100, description="Mid chunks retrieved directly (1-100).")] = 20,
         rerank_n: Annotated[int, Field(ge=1, le=100, description="Mid candidates the reranker scores (1-100).")] = 20,
         max_tokens: MaxTokens = budget,
     ) -> RankedResult:

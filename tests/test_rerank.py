@@ -254,3 +254,22 @@ def test_real_model_finds_the_fact_after_600_words_of_filler(real_embedder, fill
     scores = EmbeddingReranker(real_embedder).score(QUERY, passages)
 
     assert ranking(scores)[0] == 1
+
+
+def test_embedding_reranker_reuses_window_vectors_across_calls() -> None:
+    embedder = FakeEmbedder(max_tokens=16)
+    reranker = EmbeddingReranker(embedder)
+    passages = ["the quasar emits radio waves " * 5, "bake the bread in the oven " * 5]
+    first = reranker.score("quasar", passages)
+    embedded = embedder.texts_embedded
+    second = reranker.score("bread oven", passages)
+    assert embedder.texts_embedded - embedded == 1  # only the new query
+    assert second[1] > second[0] and first[0] > first[1]
+    assert reranker.score("quasar", passages) == first
+
+
+def test_embedding_reranker_cache_is_bounded() -> None:
+    embedder = FakeEmbedder(max_tokens=8)
+    reranker = EmbeddingReranker(embedder, cache_size=3)
+    reranker.score("q", [f"passage number {i} with words" for i in range(10)])
+    assert len(reranker._cache) == 3

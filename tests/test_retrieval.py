@@ -203,3 +203,14 @@ def test_list_documents_filters_by_prefix_and_pages(view):
     assert total == 1 and docs[0].doc_id == "notes/sailing.md"
     docs, _ = view.list_documents(None, 10, 3)
     assert [d.doc_id for d in docs] == ["notes/sailing.md"]
+
+
+def test_hrr_mid_stage_fuses_the_reranker_with_sentence_and_lexical_evidence(view):
+    reranker, mids = view.hrr_mids("sailors trimmed the mainsail", rerank_n=5)
+    assert reranker.startswith("embedding-fallback")
+    assert mids[0].chunk.doc_id == "notes/sailing.md" and mids[0].chunk.level == "mid"
+    assert {"rerank", "sentence_dense"} <= set(mids[0].sources)
+    assert set().union(*(h.sources for h in mids)) <= {"rerank", "sentence_dense", "sentence_lexical", "mid_lexical"}
+    assert sum(1 for h in mids if "rerank" in h.sources) <= 5
+    with pytest.raises(InvalidInputError, match="unknown weight"):
+        view.hrr_mids("x", weights={"broad_dense": 1})

@@ -18,8 +18,8 @@ Union      ``View.search_union(k=10)`` (broad + sentences): a    the same list: 
            ancestor                                              descendant
 RRF        ``View.search_rrf(k=10, level="broad")`` (dense +     ``View.search_rrf(k=10, level="mid")``
            BM25 of the broad and narrow levels)
-HRR        ``View.hrr_search`` (broad parents of the reranked    the reranked mid candidates themselves
-           mid candidates)
+HRR        ``View.hrr_search`` (broad parents of the fused,     ``View.hrr_mids``: the reranked mid candidates
+           reranked mid candidates)                              fused with their sentence and BM25 evidence
 =========  ===================================================  ================================================
 
 Lists are fetched deep enough for @10 at both levels (dense lists are doubled until they reach ten distinct
@@ -236,20 +236,14 @@ def rrf(ctx: StrategyContext) -> Ranking:
 
 
 def hrr(ctx: StrategyContext) -> Ranking:
-    """The broad list is `View.hrr_search`; the mid list repeats its candidate step with the same View pieces.
+    """The broad list is `View.hrr_search`; the mid list is its mid stage, `View.hrr_mids`.
 
     The reranker is a `MemoReranker`, so the mid candidates are scored once for both lists.
     """
     view = ctx.view
     result = view.hrr_search(ctx.question, k=HRR_K)
-    sentence_k, mid_k, rerank_n = 30, 10, 20  # hrr_search's defaults
-    sentence_mids = view._map_to_level(view.dense("narrow", ctx.vector, sentence_k), "mid", ctx.vector)
-    candidates = list(dict.fromkeys(i for i, _ in sentence_mids + view.dense("mid", ctx.vector, mid_k)))[:rerank_n]
-    chunks = view.snapshot.catalog.chunks(candidates)
-    kept = [chunks[i] for i in candidates if i in chunks]
-    scores = view.reranker.score(ctx.question, [c.text for c in kept]) if kept else []  # type: ignore[union-attr]
-    ranked = sorted(zip(kept, scores), key=lambda pair: -pair[1])  # stable, as View._rerank_chunks
-    return {"broad": [hit.chunk.id for hit in result.hits], "mid": [chunk.id for chunk, _ in ranked]}
+    _, mids = view.hrr_mids(ctx.question)
+    return {"broad": [hit.chunk.id for hit in result.hits], "mid": [hit.chunk.id for hit in mids]}
 
 
 RUNNERS: dict[str, Callable[[StrategyContext], Ranking]] = {
