@@ -200,14 +200,29 @@ class View:
         if lexical:
             raw["broad_lexical"] = self.lexical("broad", query, depth)
             raw["narrow_lexical"] = self.lexical("narrow", query, depth)
-        lists = {name: self._map_to_level(scored, level, vector) for name, scored in raw.items()}
+        lists = {name: self._map_to_level(raw[name], level, vector) for name in raw if name.startswith("narrow")}
+        # A broad hit stands for the descendant the sentences point to most strongly (else the closest vector).
+        evidence: dict[int, int] = {}
+        for mapped in lists.values():
+            for position, (chunk_id, _) in enumerate(mapped):
+                evidence[chunk_id] = min(evidence.get(chunk_id, position), position)
+        for name in raw:
+            if name.startswith("broad"):
+                lists[name] = self._map_to_level(raw[name], level, vector, evidence)
         fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in weights.items() if n in lists}, k=rrf_k)
         chunks = self._catalog.chunks([item.key for item in fused])
         hits = [Hit(chunks[item.key], item.score, item.contributions) for item in fused]
         return dedupe_by_span(hits)[:k]
 
-    def _map_to_level(self, scored: list[tuple[int, float]], level: Level, vector: np.ndarray) -> list[tuple[int, float]]:
-        """Finer hits become their ancestor at `level`; a broad hit becomes its best-matching descendant."""
+    def _map_to_level(
+        self,
+        scored: list[tuple[int, float]],
+        level: Level,
+        vector: np.ndarray,
+        evidence: Mapping[int, int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Finer hits become their ancestor at `level`; a coarser hit becomes one descendant at `level`:
+        the one ranked best in `evidence` (chunk id -> rank), or else the one whose vector is closest."""
         if not scored:
             return []
         chunks = self._catalog.chunks([chunk_id for chunk_id, _ in scored])
@@ -217,7 +232,7 @@ class View:
         if LEVELS.index(source_level) > LEVELS.index(level):  # finer than the target: climb
             ancestors = self.ancestors(chunks, level)
             return [(ancestors[chunk_id], score) for chunk_id, score in scored if chunk_id in ancestors]
-        return [(self.best_descendant(chunk_id, level, vector), score) for chunk_id, score in scored]
+        return [(self.best_descendant(chunk_id, level, vector, evidence or {}), score) for chunk_id, score in scored]
 
     def ancestors(self, chunks: Mapping[int, Chunk], level: Level) -> dict[int, int]:
         """For chunks of one level, the id of each one's ancestor at the coarser `level`."""
@@ -227,11 +242,16 @@ class View:
             current = {orig: parents[c.parent_id] for orig, c in current.items()}
         return {orig: c.id for orig, c in current.items()}
 
-    def best_descendant(self, chunk_id: int, level: Level, vector: np.ndarray) -> int:
+    def best_descendant(
+        self, chunk_id: int, level: Level, vector: np.ndarray, evidence: Mapping[int, int] | None = None
+    ) -> int:
         current, ids = self._catalog.chunks([chunk_id])[chunk_id].level, [chunk_id]
         while current != level:
             ids = [c for children in self._catalog.children(ids).values() for c in children]
             current = CHILD_LEVEL[current]  # type: ignore[assignment]
+        ranked = [i for i in ids if evidence and i in evidence]
+        if ranked:
+            return min(ranked, key=evidence.__getitem__)  # type: ignore[union-attr]
         candidates = np.asarray(ids, dtype=np.int64)
         scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
         return int(candidates[int(np.argmax(scores))])
