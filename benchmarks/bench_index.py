@@ -1,0 +1,147 @@
+"""Indexing throughput on the SQuAD-A corpus: tokens per second overall and per stage, peak RSS, store size.
+
+Each vector mode is indexed into a fresh store by a child process, so its peak RSS (ru_maxrss) is the
+indexing run alone (imports and model load included, nothing of this parent). Usage:
+
+    .venv/bin/python benchmarks/bench_index.py                      # mean, truncate, windows
+    .venv/bin/python benchmarks/bench_index.py --modes mean --keep-store /tmp/squad-a-store
+
+Prints one JSON object and writes benchmarks/results/index.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
+import squad_corpus  # noqa: E402
+
+STAGES = ("hash", "extract", "chunk", "embed", "index", "commit")
+
+
+def _rss_now_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def child(corpus: Path, store: Path, mode: str) -> None:
+    """Runs in the child process: one index run, its measurements as one JSON line on stdout."""
+    _common.offline_env()
+    began = time.perf_counter()
+    from granrag_mcp.cli import run_index
+    from granrag_mcp.settings import Settings
+
+    settings = Settings(store=store, vector_mode=mode, log_level="WARNING")
+    imported = time.perf_counter()
+    rss_before = _rss_now_mib()
+    summary = run_index([corpus], settings, quiet=True)
+    wall = time.perf_counter() - imported
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({
+        "import_seconds": imported - began,
+        "run_index_seconds": wall,
+        "seconds": summary.seconds,
+        "corpus_tokens": summary.corpus_tokens,
+        "documents": summary.added,
+        "new_chunks": summary.new_chunks,
+        "rss_before_index_mib": rss_before,
+        "peak_rss_mib": usage.ru_maxrss / 1024,  # Linux: KiB
+        "cpu_user_seconds": usage.ru_utime,
+        "cpu_system_seconds": usage.ru_stime,
+    }))
+
+
+def run_mode(corpus: Path, store: Path, mode: str) -> dict:
+    cmd = [sys.executable, __file__, "--child", "--corpus", str(corpus), "--store", str(store), "--mode", mode]
+    began = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    process_seconds = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"index run ({mode}) failed:\n{done.stderr[-4000:]}")
+    raw = json.loads(done.stdout.strip().splitlines()[-1])
+    tokens = raw["corpus_tokens"]
+    stages = {name: raw["seconds"].get(name, 0.0) for name in STAGES}
+    staged = sum(stages.values())
+    generation = next(p for p in store.iterdir() if p.name.startswith("gen-"))
+    return {
+        "mode": mode,
+        "corpus_tokens": tokens,
+        "documents": raw["documents"],
+        "chunks": raw["new_chunks"],
+        "process_seconds": round(process_seconds, 2),
+        "run_index_seconds": round(raw["run_index_seconds"], 2),
+        "model_load_and_other_seconds": round(raw["run_index_seconds"] - staged, 2),
+        "tokens_per_second": round(tokens / raw["run_index_seconds"]),
+        "tokens_per_second_process": round(tokens / process_seconds),
+        "stages": {
+            name: {"seconds": round(s, 3), "tokens_per_second": round(tokens / s) if s > 0 else None,
+                   "share": round(s / raw["run_index_seconds"], 3)}
+            for name, s in stages.items()
+        },
+        "peak_rss_mib": round(raw["peak_rss_mib"], 1),
+        "rss_before_index_mib": round(raw["rss_before_index_mib"], 1),
+        "cpu_seconds": round(raw["cpu_user_seconds"] + raw["cpu_system_seconds"], 1),
+        "store_bytes": _common.dir_size(store),
+        "store_files": {p.name: p.stat().st_size for p in sorted(generation.iterdir()) if p.is_file()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--modes", default="mean,truncate,windows", help="comma-separated vector modes")
+    parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
+    parser.add_argument("--keep-store", type=Path, metavar="DIR",
+                        help="keep the store of the first mode here (it must not exist yet); others are removed")
+    parser.add_argument("--no-save", action="store_true", help="do not write benchmarks/results/index.json")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--mode", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.corpus, args.store, args.mode)
+        return
+
+    _common.offline_env()
+    info = _common.machine()
+    documents, questions = squad_corpus.load(args.squad)
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="granrag-bench-index-") as tmp:
+        corpus = Path(tmp) / "corpus"
+        squad_corpus.write(documents, corpus)
+        for number, mode in enumerate(m.strip() for m in args.modes.split(",") if m.strip()):
+            store = args.keep_store if (number == 0 and args.keep_store) else Path(tmp) / f"store-{mode}"
+            if store.exists():
+                raise SystemExit(f"{store} exists: the benchmark needs a fresh store")
+            print(f"[bench_index] indexing {len(documents)} documents, vector mode {mode} ...", file=sys.stderr)
+            run = run_mode(corpus, store, mode)
+            run["load_after"] = _common.load_average()
+            runs.append(run)
+            print(f"[bench_index] {mode}: {run['run_index_seconds']} s, {run['tokens_per_second']} tokens/s, "
+                  f"peak RSS {run['peak_rss_mib']} MiB", file=sys.stderr)
+    result = {
+        "benchmark": "index",
+        "machine": info,
+        "git": _common.git_revision(),
+        "corpus": {"file": str(args.squad), "documents": len(documents),
+                   "characters": sum(len(t) for t in documents.values())},
+        "runs": runs,
+    }
+    if not args.no_save:
+        _common.save_result("index", result)
+    _common.emit(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,388 @@
+"""Render the recorded results (benchmarks/results/*.json) as the tables of BENCHMARKS.md.
+
+Only the part between the markers `<!-- BEGIN GENERATED -->` and `<!-- END GENERATED -->` is replaced, so the
+hand-written analysis around it stays. Missing result files are shown as "not run".
+
+    .venv/bin/python benchmarks/report.py            # rewrite the generated part of BENCHMARKS.md
+    .venv/bin/python benchmarks/report.py --print    # print it instead
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
+
+BEGIN, END = "<!-- BEGIN GENERATED -->", "<!-- END GENERATED -->"
+TARGET_FILE = _common.ROOT / "BENCHMARKS.md"
+SEARCH_TOOLS = ("search_narrow", "search_broad", "search_fused")
+CONTEXT_TOOLS = ("expand_window", "get_parent", "get_chunks")
+
+
+def load(name: str) -> dict[str, Any] | None:
+    path = _common.RESULTS / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB" if n < 2**30 else f"{n / 2**30:.2f} GiB"
+
+
+def run_line(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    return (f"run {m['date']}, git {result.get('git') or '?'}; load average (1/5/15 min) at start "
+            f"{'/'.join(str(x) for x in m['load_at_start'])}, at end {'/'.join(str(x) for x in result['load_at_end'])}")
+
+
+def section_machine(results: dict[str, Any]) -> str:
+    any_result = next((r for r in results.values() if r), None)
+    if not any_result:
+        return "No results recorded yet."
+    m = any_result["machine"]
+    return table(["machine", "value"], [
+        ["CPU", f"{m['cpu']} ({m['nproc']} cores visible to the process)"],
+        ["RAM", f"{m['ram_gib']} GiB"],
+        ["Python", m["python"]],
+        ["OS", m["platform"]],
+        ["GPU", "none"],
+    ])
+
+
+def section_index(r: dict[str, Any] | None) -> str:
+    if not r:
+        return "_not run_"
+    rows = []
+    for run in r["runs"]:
+        st = run["stages"]
+        rows.append([
+            run["mode"], f"{run['corpus_tokens']:,}", f"{run['run_index_seconds']:.1f}", f"{run['cpu_seconds']:.0f}",
+            f"{run['tokens_per_second']:,}",
+            *[f"{st[s]['seconds']:.2f} s ({st[s]['tokens_per_second']:,}/s)" if st[s]["tokens_per_second"] else "-"
+              for s in ("extract", "chunk", "embed", "index", "commit")],
+            f"{run['model_load_and_other_seconds']:.1f}", f"{run['peak_rss_mib']:,.0f} MiB", mib(run["store_bytes"]),
+            "/".join(str(x) for x in run["load_after"]),
+        ])
+    first = r["runs"][0]
+    chunks = first["chunks"]
+    return "\n".join([
+        run_line(r),
+        "",
+        f"Corpus: {r['corpus']['documents']} documents, {r['corpus']['characters']:,} characters; chunks "
+        f"broad {chunks['broad']}, mid {chunks['mid']}, narrow {chunks['narrow']}. Times are wall seconds of "
+        "`run_index` in a fresh store (a child process per mode); stage figures are corpus tokens per second of "
+        "that stage; \"model load + other\" is the rest of the run (loading the embedding model, discovery). "
+        "CPU s is the user+system CPU time the run got: on 2 cores, wall time well above CPU/2 means the run "
+        "waited for the CPU (other processes).",
+        "",
+        table(["vector mode", "corpus tokens", "total s", "CPU s", "tokens/s", "extract", "chunk", "embed", "index",
+               "commit", "model load + other s", "peak RSS", "store size", "load after"], rows),
+    ])
+
+
+def section_tools(r: dict[str, Any] | None) -> str:
+    if not r:
+        return "_not run_"
+    lat = r["mcp_stdio"]
+    core = r.get("core_in_process") or {}
+    rows = []
+    for tool, v in lat.items():
+        if tool == "id_pool":
+            continue
+        c = core.get(tool)
+        rows.append([tool, v["calls"], v["p50_ms"], v["p95_ms"], v["mean_tokens_returned"],
+                     c["p50_ms"] if c else "-", c["p95_ms"] if c else "-"])
+    cold = r["cold_start"]
+    cold_rows = [[i + 1, run["initialize_s"], run["first_search_narrow_s"]] for i, run in enumerate(cold["runs"])]
+    cold_rows.append(["**median**", f"**{cold['initialize_median_s']}**", f"**{cold['first_search_narrow_median_s']}**"])
+    parts = [
+        run_line(r),
+        "",
+        f"Client-side round trips of `call_tool` over stdio ({r['queries']}), sequential, after warm-up calls. "
+        f"{r['calls_per_tool']} calls per tool; rerank and hrr_search {r.get('calls_rerank_and_hrr_search')} calls "
+        "(each takes seconds, see below). rerank gets the 20 mid chunks a `search_narrow(level=mid, k=20)` "
+        "returned; expand_window gets narrow/mid ids from earlier searches, get_parent 3 narrow ids, get_chunks 5 "
+        "ids. `core` columns: the same calls on the retrieval core in-process (no MCP, no result packing).",
+        "",
+        table(["tool", "calls", "p50 ms", "p95 ms", "mean tokens returned", "core p50 ms", "core p95 ms"], rows),
+    ]
+    if core.get("query_embedding"):
+        q = core["query_embedding"]
+        parts += ["", f"Query embedding alone (in-process, one question): p50 {q['p50_ms']} ms, p95 {q['p95_ms']} ms. "
+                  f"Reranker: `{core.get('reranker')}`."]
+    parts += ["", "Cold start (fresh `granrag-mcp serve` process each time), seconds from spawning the process:", "",
+              table(["run", "`initialize` answered", "first `search_narrow` answered"], cold_rows)]
+    ab = r.get("thread_ab")
+    if ab:
+        parts += ["", f"Threads, A/B in one process ({ab['what']}; load {'/'.join(str(x) for x in ab['load_at_start'])}): "
+                  f"1 thread p50 {ab['1_thread']['p50_ms']} ms / p95 {ab['1_thread']['p95_ms']} ms; 2 threads p50 "
+                  f"{ab['2_thread']['p50_ms']} ms / p95 {ab['2_thread']['p95_ms']} ms."]
+    breakdown = r.get("startup_breakdown")
+    if breakdown and "median_seconds" in breakdown:
+        parts += ["", f"Where start-up goes: the server's start-up steps timed one by one in a fresh process "
+                  f"(median of {breakdown['runs']}; load at start "
+                  f"{'/'.join(str(x) for x in breakdown.get('load_at_start', []))}):", "",
+                  table(["step", "seconds"], [[k, v] for k, v in breakdown["median_seconds"].items()])]
+    return "\n".join(parts)
+
+
+def section_threads(default: dict[str, Any] | None, single: dict[str, Any] | None) -> str:
+    if not single:
+        return ""
+    rows = []
+    base = (default or {}).get("mcp_stdio", {})
+    for tool, v in single["mcp_stdio"].items():
+        if tool == "id_pool":
+            continue
+        d = base.get(tool)
+        rows.append([tool, d["p50_ms"] if d else "-", d["p95_ms"] if d else "-", v["p50_ms"], v["p95_ms"]])
+    cold = single["cold_start"]
+    core = single.get("core_in_process", {}).get("query_embedding")
+    return "\n".join([
+        f"Same MCP benchmark with the server started with `OMP_NUM_THREADS={single.get('server_threads')}` (torch "
+        "and FAISS use one thread per query; no code change). " + run_line(single) + ".",
+        "",
+        table(["tool", "p50 ms (default threads)", "p95 ms (default threads)",
+               f"p50 ms ({single.get('server_threads')} thread)", f"p95 ms ({single.get('server_threads')} thread)"],
+              rows),
+        "",
+        f"Cold start with one thread: initialize median {cold['initialize_median_s']} s, first search_narrow median "
+        f"{cold['first_search_narrow_median_s']} s."
+        + (f" In-process query embedding: p50 {core['p50_ms']} ms, p95 {core['p95_ms']} ms." if core else ""),
+    ])
+
+
+def section_rerank_cache(r: dict[str, Any] | None) -> str:
+    if not r:
+        return ""
+    import statistics
+
+    rows = []
+    for tool in ("rerank", "hrr_search"):
+        v = r["mcp_stdio"].get(tool)
+        if not v or "times_ms" not in v:
+            continue
+        first, later = v["times_ms"][:40], v["times_ms"][40:]
+        rows.append([tool, v["calls"], v["p50_ms"], v["p95_ms"], round(statistics.median(first), 1), max(first),
+                     round(statistics.median(later), 1) if later else "-", max(later) if later else "-"])
+    return "\n".join([
+        "rerank and hrr_search again, against the code at " + (r.get("git") or "?") + " (its embedding reranker "
+        "keeps an LRU cache of window vectors). " + run_line(r) + ". rerank cycles through 40 lists of 20 mid "
+        "chunks: calls 1-40 meet each list for the first time (mids shared between lists are already cached), "
+        "calls 41-80 repeat them with other questions; hrr_search runs after rerank, on a warm cache.",
+        "",
+        table(["tool", "calls", "p50 ms", "p95 ms", "calls 1-40 p50 ms", "calls 1-40 max ms", "calls 41-80 p50 ms",
+               "calls 41-80 max ms"], rows),
+    ])
+
+
+def section_scale(r: dict[str, Any] | None) -> str:
+    if not r:
+        return "_not run_"
+    rows = []
+    for row in r["rows"]:
+        if "skipped" in row:
+            rows.append([f"{row['n']:,}", row["kind"], "-", "skipped: " + row["skipped"], "", "", "", "", "", "", ""])
+            continue
+        if "error" in row:
+            rows.append([f"{row['n']:,}", row["kind"], "-", "failed", "", "", "", "", "", "", ""])
+            continue
+        for s in row["settings"]:
+            rows.append([
+                f"{row['n']:,}", {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat M=32", "ivf":
+                                  f"IndexIVFFlat nlist={row.get('nlist', '?')}"}[row["kind"]],
+                s["param"] or "exact", f"{row['build_seconds']:.1f}",
+                s.get("p50_ms_1t", "-"), s.get("p95_ms_1t", "-"), s.get("p50_ms_2t", "-"), s.get("p95_ms_2t", "-"),
+                s["recall_at_10"], mib(row["index_bytes"]), f"{row['rss_delta_mib']:,.0f} MiB",
+            ])
+    d = r["data"]
+    return "\n".join([
+        run_line(r),
+        "",
+        f"Synthetic normalised vectors, dim {d['dim']}, {d['structure']} (clusters {d['clusters']}, spread "
+        f"{d['spread']}); {d['latency_queries']} single-query searches (k={d['k']}) timed per setting with 1 and "
+        f"with 2 OpenMP threads; recall@10 over {d['queries']} queries against IndexFlatIP. All indices wrapped in "
+        f"IndexIDMap2. faiss {r['faiss']}."
+        + (f" The 1M IndexFlatIP and IndexHNSWFlat rows come from a second run ({r['machine']['date']}, "
+           f"`--sizes 1000000 --kinds hnsw --merge --max-build-seconds 1500`) merged into the first "
+           f"({r['machine']['merged_with_run_of']})." if r["machine"].get("merged_with_run_of") else "")
+        + (f" First run: load {'/'.join(map(str, r['machine']['first_run']['load_at_start']))} at start, "
+           f"{'/'.join(map(str, r['machine']['first_run']['load_at_end']))} at end; replaced: "
+           f"{r['machine']['first_run']['replaced_rows']}." if r["machine"].get("first_run") else ""),
+        "",
+        table(["n", "index", "search param", "build s", "p50 ms (1 thr)", "p95 ms (1 thr)", "p50 ms (2 thr)",
+               "p95 ms (2 thr)", "recall@10", "index size", "RSS delta"], rows),
+    ])
+
+
+def section_peer(r: dict[str, Any] | None) -> str:
+    if not r:
+        return "_not run_"
+    li = r["llamaindex_index"]
+    parts = [run_line(r), ""]
+    q = r["questions"]
+    parts.append(f"Questions: {q['evaluated']} of {q['total']} ({q['sample']}). LlamaIndex {r['llama_index_core']}; "
+                 f"node counts per level {li['nodes_per_level']} (chunk overlap "
+                 f"{r['chunking']['llamaindex']['chunk_overlap']}), {li['leaves_embedded']} leaves embedded.")
+    rows = [["LlamaIndex HierarchicalNodeParser + VectorStoreIndex(leaves)",
+             li["timings"]["parse"], li["timings"]["docstore"], li["timings"]["embed_and_vector_index"],
+             li["build_seconds_without_model_load"], f"{li['timings']['persist']} ({mib(li['persisted_bytes'])})"]]
+    if "ours_index" in r:
+        o = r["ours_index"]
+        st = o["stages"]
+        rows.append(["granrag-mcp run_index (3 levels, BM25, SQLite, commit)",
+                     round(st.get("chunk", 0) + st.get("extract", 0) + st.get("hash", 0), 2), "-",
+                     round(st.get("embed", 0), 2), o["build_seconds_without_model_load"],
+                     f"index+commit {round(st.get('index', 0) + st.get('commit', 0), 2)}"])
+    parts += ["", "Index build, seconds (model load excluded on both sides; same model, same batch size 64):", "",
+              table(["system", "parse / chunk", "docstore", "embed + vector index", "build total", "persist"], rows)]
+    if "index_speedup_ours_vs_llamaindex" in r:
+        parts += ["", f"Build-time ratio LlamaIndex / ours: **{r['index_speedup_ours_vs_llamaindex']}x**."]
+    header = ["system / strategy", "level", "HR@1", "HR@3", "HR@5", "HR@10", "MRR@1", "MRR@3", "MRR@5", "MRR@10"]
+    qrows = []
+    for name, m in r["llamaindex_quality"]["metrics"].items():
+        qrows.append([name, "mixed (as returned)" if "as returned" in name else "2048 roots",
+                      *[m[f"HR@{k}"] for k in (1, 3, 5, 10)], *[m[f"MRR@{k}"] for k in (1, 3, 5, 10)]])
+    for name, levels in (r.get("ours_quality") or {}).get("metrics", {}).items():
+        for level in ("broad", "mid"):
+            m = levels[level]
+            qrows.append([f"ours {name}", level, *[m[f"HR@{k}"] for k in (1, 3, 5, 10)],
+                          *[m[f"MRR@{k}"] for k in (1, 3, 5, 10)]])
+    lq = r["llamaindex_quality"]
+    parts += ["", "Retrieval quality (a list hits when one of its first k spans contains the answer's first "
+              "character):", "", table(header, qrows), "",
+              f"LlamaIndex node offsets: {lq['offsets']}. AutoMergingRetriever (k=10) latency per query, query "
+              f"embedding excluded: p50 {lq['automerging_k10_latency']['p50_ms']} ms, p95 "
+              f"{lq['automerging_k10_latency']['p95_ms']} ms; nodes it returned by level: "
+              f"{lq['returned_nodes_by_level_k10']}."]
+    if r.get("ours_quality"):
+        o = r["ours_quality"]
+        parts.append(f"Our retrieval time for all strategies and questions: {o['retrieval_seconds_total']} s "
+                     f"({o['retrieval_seconds_per_strategy']}).")
+    return "\n".join(parts)
+
+
+def targets(results: dict[str, Any]) -> str:
+    rows = []
+    single = results.get("tools_1thread") or {}
+    single_lat = single.get("mcp_stdio", {})
+
+    def add(target: str, value: str, met: bool | None, alt: str = "") -> None:
+        rows.append([target, value, "not measured" if met is None else ("**met**" if met else "**not met**"), alt])
+
+    def alt_tool(tool: str, limit: float) -> str:
+        v = single_lat.get(tool)
+        return f"{v['p50_ms']} ms ({'met' if v['p50_ms'] <= limit else 'not met'})" if v else ""
+
+    peer = results.get("peer_llamaindex")
+    if peer and "index_speedup_ours_vs_llamaindex" in peer:
+        ratio = peer["index_speedup_ours_vs_llamaindex"]
+        add("index all three levels >= 2x faster than LlamaIndex's hierarchy build",
+            f"{ratio}x ({peer['ours_index']['build_seconds_without_model_load']} s vs "
+            f"{peer['llamaindex_index']['build_seconds_without_model_load']} s)", ratio >= 2)
+    else:
+        add("index all three levels >= 2x faster than LlamaIndex's hierarchy build", "-", None)
+    tools = results.get("tools")
+    if tools:
+        lat = tools["mcp_stdio"]
+        for tool in SEARCH_TOOLS:
+            add(f"{tool} p50 <= 15 ms", f"{lat[tool]['p50_ms']} ms", lat[tool]["p50_ms"] <= 15, alt_tool(tool, 15))
+        for tool in CONTEXT_TOOLS:
+            add(f"{tool} p50 <= 5 ms", f"{lat[tool]['p50_ms']} ms", lat[tool]["p50_ms"] <= 5, alt_tool(tool, 5))
+        head = (results.get("tools_rerank_head") or {}).get("mcp_stdio", {}).get("rerank")
+        alt = ""
+        if head and "times_ms" in head:
+            import statistics
+
+            alt = (f"code {results['tools_rerank_head'].get('git')}: first-seen lists p50 "
+                   f"{statistics.median(head['times_ms'][:40]) / 1000:.2f} s (max {max(head['times_ms'][:40]) / 1000:.1f} s), "
+                   f"cache-warm p50 {statistics.median(head['times_ms'][40:]) / 1000:.3f} s")
+        add("rerank of 20 mids <= 1.5 s (p50)", f"{lat['rerank']['p50_ms'] / 1000:.2f} s",
+            lat["rerank"]["p50_ms"] <= 1500, alt)
+        cold = tools["cold_start"]
+        c1 = single.get("cold_start")
+        add("initialize <= 1 s (median of 5 starts)", f"{cold['initialize_median_s']} s",
+            cold["initialize_median_s"] <= 1, f"{c1['initialize_median_s']} s" if c1 else "")
+        add("first search <= 5 s (median of 5 starts)", f"{cold['first_search_narrow_median_s']} s",
+            cold["first_search_narrow_median_s"] <= 5, f"{c1['first_search_narrow_median_s']} s" if c1 else "")
+    scale = results.get("scale")
+    if scale:
+        flat = next((row for row in scale["rows"] if row["n"] == 1_000_000 and row["kind"] == "flat"
+                     and "settings" in row), None)
+        if flat:
+            s = flat["settings"][0]
+            add("1M chunks, today's IndexFlatIP: p50 <= 20 ms and < 2 GB",
+                f"p50 {s['p50_ms']} ms ({s['best_threads']}), {mib(flat['index_bytes'])}",
+                s["p50_ms"] <= 20 and flat["index_bytes"] < 2 * 10**9)
+        best = None
+        for row in scale["rows"]:
+            if row["n"] != 1_000_000 or "settings" not in row or row["kind"] == "flat":
+                continue
+            for s in row["settings"]:
+                ok = s["p50_ms"] <= 20 and row["index_bytes"] < 2 * 10**9 and s["recall_at_10"] >= 0.95
+                if ok and (best is None or s["recall_at_10"] > best[1]["recall_at_10"]):
+                    best = (row, s)
+        if best:
+            row, s = best
+            add("1M chunks with the best ANN index (recall@10 >= 0.95): p50 <= 20 ms and < 2 GB",
+                f"{row['kind']} {s['param']}: p50 {s['p50_ms']} ms, recall {s['recall_at_10']}, "
+                f"{mib(row['index_bytes'])} (not the default yet)", True)
+        elif any(row["n"] == 1_000_000 for row in scale["rows"]):
+            add("1M chunks with an ANN index (recall@10 >= 0.95): p50 <= 20 ms and < 2 GB", "no config met it", False)
+    return table(["target (issue 6)", "measured (first tool run)", "status", "later runs (see section 2)"],
+                 rows)
+
+
+def render() -> str:
+    results = {name: load(name) for name in ("index", "tools", "tools_1thread", "tools_rerank_head", "scale",
+                                             "peer_llamaindex")}
+    return "\n\n".join([
+        BEGIN,
+        "## Machine",
+        section_machine(results),
+        "## Targets",
+        targets(results),
+        "## 1. Indexing throughput (`bench_index.py`)",
+        section_index(results["index"]),
+        "## 2. MCP tool latency and cold start (`bench_tools.py`)",
+        section_tools(results["tools"]),
+        *([s] if (s := section_threads(results["tools"], results["tools_1thread"])) else []),
+        *([s] if (s := section_rerank_cache(results["tools_rerank_head"])) else []),
+        "## 3. FAISS at scale (`bench_scale.py`)",
+        section_scale(results["scale"]),
+        "## 4. LlamaIndex peer (`bench_peer_llamaindex.py`)",
+        section_peer(results["peer_llamaindex"]),
+        END,
+    ])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--print", action="store_true", help="print the generated part instead of writing it")
+    args = parser.parse_args()
+    generated = render()
+    if args.print:
+        print(generated)
+        return
+    text = TARGET_FILE.read_text(encoding="utf-8") if TARGET_FILE.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in text or END not in text:
+        text = text.rstrip() + f"\n\n{BEGIN}\n{END}\n"
+    before, rest = text.split(BEGIN, 1)
+    _, after = rest.split(END, 1)
+    TARGET_FILE.write_text(before + generated + after, encoding="utf-8")
+    print(f"updated {TARGET_FILE}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The SQuAD-A benchmark corpus: one ``<title>.txt`` per article, its paragraphs joined with a blank line.
+
+The corpus is written into a temporary folder at benchmark time and never stored in the project. The loader
+is the evaluation's (`granrag_mcp.evaluation.qa`), so the benchmarks and `granrag-mcp eval` see exactly the
+same documents, ids and answer offsets.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from granrag_mcp.evaluation.qa import load_squad, write_corpus
+
+DEFAULT_SQUAD = Path(os.environ.get("GRANRAG_BENCH_SQUAD", "/work/shared/datasets/squad-v1.1-dev-a.json"))
+
+
+@dataclass(frozen=True)
+class BenchQuestion:
+    qid: str
+    question: str
+    doc_id: str
+    answer_start: int  # character offset in the document text
+    answer_end: int
+
+
+def load(path: Path = DEFAULT_SQUAD) -> tuple[dict[str, str], list[BenchQuestion]]:
+    """Documents (doc_id -> text) and questions with document-level answer offsets."""
+    qa = load_squad(Path(path))
+    questions = [BenchQuestion(q.qid, q.question, q.doc_id, q.answer_start, q.answer_end) for q in qa.questions]
+    return dict(qa.documents), questions
+
+
+def write(documents: dict[str, str], folder: Path) -> list[Path]:
+    return write_corpus(documents, Path(folder))
+
+
+def sample(questions: list[BenchQuestion], n: int | None, seed: int = 0) -> list[BenchQuestion]:
+    """A seeded sample of n questions in their original order (all of them when n is None or too large)."""
+    if n is None or n >= len(questions):
+        return list(questions)
+    chosen = sorted(random.Random(seed).sample(range(len(questions)), n))
+    return [questions[i] for i in chosen]
