@@ -21,6 +21,11 @@ from granrag_mcp.settings import Settings, is_loopback
 
 log = logging.getLogger(__name__)
 
+MAX_REQUEST_BYTES = 1 << 20
+"""Largest HTTP request body accepted; a larger one gets 413 before it is parsed. The largest valid tool call, a
+4000-character query with 100 chunk ids of 64 characters, every character sent as an escaped surrogate pair, is
+under 150 KB."""
+
 
 def _digest(value: str) -> bytes:
     # Comparing fixed-length digests keeps the comparison's time independent of the token's length too.
@@ -96,7 +101,8 @@ def run_http(server: MCPServer, settings: Settings) -> None:
     sock = _bind(settings.host, settings.port)
     port = sock.getsockname()[1]
     app: Any = server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=transport_security(settings.host, port), host=settings.host
+        streamable_http_path="/mcp", transport_security=transport_security(settings.host, port), host=settings.host,
+        max_request_body_size=MAX_REQUEST_BYTES,
     )
     if settings.auth_token is not None:
         token = settings.auth_token.get_secret_value()
