@@ -87,7 +87,10 @@ def _recovery_hint(root: Path) -> str:
 
 def load_manifest(root: Path, pointer: CurrentPointer) -> Manifest:
     path = root / pointer.generation / MANIFEST_FILE
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise StoreCorruptError(f"{path} is missing; {_recovery_hint(root)}") from None
     if sha256_bytes(data) != pointer.manifest_sha256:
         raise StoreCorruptError(f"{path} fails its checksum (it is damaged); {_recovery_hint(root)}")
     try:
@@ -172,6 +175,14 @@ def current_generation(root: Path) -> str | None:
     return pointer.generation if pointer else None
 
 
+def readable_current_generation(root: Path) -> str | None:
+    """The current generation's name, or None when CURRENT is absent or damaged (the writer must still work)."""
+    try:
+        return current_generation(root)
+    except StoreCorruptError:
+        return None
+
+
 class StoreWriter:
     """The single writer: holds the lock, cleans leftovers, and publishes new generations."""
 
@@ -222,7 +233,7 @@ class StoreWriter:
             shutil.rmtree(path, ignore_errors=True)
         for path in self.root.glob(".CURRENT.*.tmp"):
             path.unlink(missing_ok=True)
-        current = current_generation(self.root)
+        current = readable_current_generation(self.root)
         generations = sorted(p.name for p in self.root.glob("gen-*") if p.is_dir())
         if current in generations:
             keep = set(generations[: generations.index(current) + 1][-KEEP_GENERATIONS:])
@@ -267,7 +278,7 @@ class StoreWriter:
 
     def rollback(self) -> str:
         """Make the newest intact generation older than the current one current again."""
-        current = current_generation(self.root)
+        current = readable_current_generation(self.root)
         candidates = sorted((p.name for p in self.root.glob("gen-*") if p.is_dir()), reverse=True)
         for name in candidates:
             if name == current:

@@ -38,10 +38,6 @@ from tests.reliability.support import (
 from tests.test_server import run
 
 DAMAGES = ["truncate-half", "truncate-one-byte", "empty", "bit-flip", "same-size-garbage", "missing"]
-MISSING_MANIFEST_BUG = pytest.mark.xfail(
-    reason="store.py load_manifest lets FileNotFoundError out of Snapshot.open (a traceback, not one line); "
-    "see docs/RELIABILITY.md, known issues", raises=FileNotFoundError, strict=False,
-)
 TALLY: dict[str, int] = {"cases": 0, "detected before parsing": 0, "recovered": 0}
 
 
@@ -116,7 +112,7 @@ def one_error_line(lines: list[str]) -> str:
 
 
 CASES = [
-    pytest.param(name, kind, marks=MISSING_MANIFEST_BUG if (name, kind) == ("manifest.json", "missing") else ())
+    pytest.param(name, kind)
     for name in STORE_FILES for kind in DAMAGES
 ]
 
@@ -160,14 +156,8 @@ def test_damage_is_caught_before_parsing_and_recovered(store: Path, victim: str,
     TALLY["recovered"] += 1
 
 
-MISSING_GENERATION_BUG = pytest.mark.xfail(
-    reason="store.py: a CURRENT naming a missing generation escapes as FileNotFoundError (a traceback)",
-    raises=FileNotFoundError, strict=False,
-)
-
-
 @pytest.mark.parametrize("content", [b"", b"garbage", b"gen-000002\n", b"gen-000002 " + b"0" * 64 + b"\n",
-                                     pytest.param(b"gen-000009 " + b"0" * 64 + b"\n", marks=MISSING_GENERATION_BUG),
+                                     b"gen-000009 " + b"0" * 64 + b"\n",
                                      b"\xff\xfe\x00", b"../../etc 00\n"])
 def test_a_damaged_current_pointer(store: Path, content: bytes, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,8 +168,6 @@ def test_a_damaged_current_pointer(store: Path, content: bytes, monkeypatch: pyt
     line = one_error_line(lines)
     assert ("CURRENT" in line or "manifest.json" in line) and "recover" in line
     code, out, lines = cli(capsys, "recover", "--store", str(store))
-    if code == 1 and ("CURRENT is malformed" in lines[0] or "cannot read" in lines[0]):
-        pytest.xfail("store.py: recover reads CURRENT first and fails on the damage it should repair")
     assert code == 0 and "is current again" in out, lines
     code, out, _ = cli(capsys, "status", "--store", str(store))
     assert code == 0
