@@ -13,6 +13,9 @@ LEVELS: tuple[Level, ...] = get_args(Level)
 PARENT_LEVEL: dict[Level, Level | None] = {"broad": None, "mid": "broad", "narrow": "mid"}
 CHILD_LEVEL: dict[Level, Level | None] = {"broad": "mid", "mid": "narrow", "narrow": None}
 
+MAX_QUERY_CHARS = 4000
+"""Longest query a tool accepts."""
+
 _CHUNK_ID = re.compile(r"^(broad|mid|narrow):(\d{1,18})$")
 
 

@@ -29,6 +29,8 @@ _SETTING_FLAGS = {
     "mid_tokens": "mid_tokens",
     "sentence_max_tokens": "sentence_max_tokens",
     "batch_size": "batch_size",
+    "precision": "precision",
+    "threads": "threads",
     "reranker": "reranker",
     "cross_encoder": "cross_encoder",
     "transport": "transport",
@@ -47,6 +49,10 @@ def _add_model(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vector-mode", choices=["mean", "truncate", "windows"],
         help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean)",
+    )
+    parser.add_argument(
+        "--precision", choices=["auto", "fp32", "bf16"],
+        help="embedding arithmetic (env GRANRAG_PRECISION, default auto: bf16 where the CPU has it natively)",
     )
 
 
@@ -113,7 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "http"], help="MCP transport (default stdio)")
     serve.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default 8765)")
-    serve.add_argument("--reranker", help="auto, embedding, cross-encoder, or a cross-encoder name or local path")
+    serve.add_argument("--threads", type=int, help="CPU threads inside one query (env GRANRAG_THREADS, default 1)")
+    serve.add_argument(
+        "--reranker", help="auto, embedding, embedding-windows, cross-encoder, or a cross-encoder name or local path"
+    )
     serve.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (name or local path)")
     serve.add_argument(
         "--index-if-empty", type=Path, metavar="PATH",

@@ -6,31 +6,20 @@ import logging
 
 import faiss
 
-from granrag_mcp.embedding import Embedder, SentenceTransformerEmbedder
+from granrag_mcp.embedding import Embedder, SentenceTransformerEmbedder, set_model_threads
 from granrag_mcp.errors import StoreNotFoundError
 from granrag_mcp.rerank import Reranker, load_reranker
 from granrag_mcp.retrieval import View
-from granrag_mcp.settings import Settings
+from granrag_mcp.settings import Settings, identity_for
 from granrag_mcp.store.live import LiveStore
-from granrag_mcp.store.manifest import StoreIdentity
 from granrag_mcp.store.store import read_current
-from granrag_mcp.tokens import get_tokenizer
+from granrag_mcp.tokens import RememberedCounts, get_tokenizer
 
 log = logging.getLogger(__name__)
 
 
-def identity_for(settings: Settings, dimension: int) -> StoreIdentity:
-    return StoreIdentity(
-        model=settings.model,
-        dimension=dimension,
-        tokenizer=settings.tokenizer,
-        vector_mode=settings.vector_mode,
-        chunking=settings.chunking,
-    )
-
-
 def make_embedder(settings: Settings) -> Embedder:
-    return SentenceTransformerEmbedder(settings.model, batch_size=settings.batch_size)
+    return SentenceTransformerEmbedder(settings.model, batch_size=settings.batch_size, precision=settings.precision)
 
 
 class Engine:
@@ -46,10 +35,12 @@ class Engine:
                 f"no index at {settings.store}: build one with `granrag-mcp index PATH... --store {settings.store}`"
             )
         self.settings = settings
-        # One query at a time: FAISS's thread pool costs more to wake than a single search takes.
-        faiss.omp_set_num_threads(1)
-        self.tokenizer = get_tokenizer(settings.tokenizer)
+        # One thread by default: waking a thread pool costs more than one query's work, and concurrent calls
+        # already keep the cores busy (BENCHMARKS.md, "threads").
+        faiss.omp_set_num_threads(settings.threads)
+        self.tokenizer = RememberedCounts(get_tokenizer(settings.tokenizer))
         self.embedder = embedder or make_embedder(settings)
+        set_model_threads(settings.threads)
         self.live = LiveStore(settings.store, identity_for(settings, self.embedder.dimension))
         if reranker is None and load_reranker_now:
             reranker = load_reranker(settings.reranker, self.embedder, settings.cross_encoder)

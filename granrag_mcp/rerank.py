@@ -1,8 +1,9 @@
 """Rerankers: score (query, passage) pairs, higher meaning more relevant.
 
-Two implementations: a real cross-encoder, loaded from local files only, and an
-embedding-similarity fallback for when no cross-encoder weights are available offline.
-Nothing is loaded at import time.
+A real cross-encoder, loaded from local files only, and two embedding-similarity fallbacks for when no
+cross-encoder weights are available offline: `SentenceWindowReranker` (the default fallback: windows pooled from
+the sentence vectors already in the index, no model work per passage) and `EmbeddingReranker` (embeds each
+passage's windows). Nothing is loaded at import time.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ DEFAULT_WINDOW_TOKENS = 128
 
 MEAN_WINDOW_WEIGHT = 0.1
 """Weight of the mean window similarity next to the best window's, in the fallback score."""
+
+SENTENCE_WINDOW_TOKENS = 100
+"""cl100k tokens per window of SentenceWindowReranker: about the 128 word pieces of EmbeddingReranker's."""
 
 
 class Reranker(Protocol):
@@ -193,14 +197,78 @@ class EmbeddingReranker:
         return (best + self._mean_weight * mean) / (1.0 + self._mean_weight)
 
 
+def sentence_windows(token_counts: np.ndarray, window_tokens: int) -> list[tuple[int, int]]:
+    """Runs [i, j) of consecutive sentences holding at most `window_tokens` tokens (a longer sentence alone),
+    one starting at every sentence, without the runs that lie inside an earlier one."""
+    runs: list[tuple[int, int]] = []
+    end = 0
+    total = 0
+    for start in range(len(token_counts)):
+        if end <= start:
+            end, total = start + 1, int(token_counts[start])
+        while end < len(token_counts) and total + int(token_counts[end]) <= window_tokens:
+            total += int(token_counts[end])
+            end += 1
+        if not runs or end > runs[-1][1]:
+            runs.append((start, end))
+        total -= int(token_counts[start])
+    return runs
+
+
+class SentenceWindowReranker:
+    """Offline fallback that does no model work per passage: a bi-encoder similarity, NOT a cross-encoder.
+
+    A passage from the index is scored by the same rule as `EmbeddingReranker` (best window plus a small share
+    of the mean window), but its windows are runs of consecutive sentences of at most `window_tokens` tokens,
+    one starting at every sentence, and a window's vector is the token-weighted mean of the stored vectors of its
+    sentences, the way mid and broad vectors are formed. Reranking 20 mid chunks then costs one query embedding
+    and a few hundred dot products instead of embedding ~150 windows. Texts not from the index (`score`) are
+    handed to an `EmbeddingReranker`.
+    """
+
+    def __init__(
+        self, embedder: Embedder, window_tokens: int = SENTENCE_WINDOW_TOKENS, mean_weight: float = MEAN_WINDOW_WEIGHT
+    ) -> None:
+        if window_tokens < 1:
+            raise ValueError(f"window_tokens must be >= 1, got {window_tokens!r}")
+        self._embedder = embedder
+        self._window_tokens = window_tokens
+        self._mean_weight = mean_weight
+        self._texts = EmbeddingReranker(embedder, mean_weight=mean_weight)
+        self.name = f"sentence-windows-fallback:{embedder.name}"
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        return self._texts.score(query, passages)
+
+    def score_sentences(self, query_vector: np.ndarray, passages: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[float]:
+        """One score per passage given as (its sentence vectors in document order, their token counts)."""
+        scores = []
+        for vectors, token_counts in passages:
+            if not len(vectors):
+                scores.append(-1.0)
+                continue
+            weights = np.maximum(np.asarray(token_counts, dtype=np.float32), 1.0)
+            sums = np.vstack([np.zeros((1, vectors.shape[1]), np.float32), np.cumsum(vectors * weights[:, None], 0)])
+            runs = np.array(sentence_windows(weights, self._window_tokens))
+            windows = sums[runs[:, 1]] - sums[runs[:, 0]]
+            windows /= np.maximum(np.linalg.norm(windows, axis=1, keepdims=True), 1e-12)
+            similarities = windows @ np.asarray(query_vector, dtype=np.float32)
+            best, mean = float(similarities.max()), float(similarities.mean())
+            scores.append((best + self._mean_weight * mean) / (1.0 + self._mean_weight))
+        return scores
+
+
 def load_reranker(spec: str, embedder: Embedder, cross_encoder_model: str = DEFAULT_CROSS_ENCODER) -> Reranker:
     """Build the reranker a setting asks for.
 
-    "auto": the cross-encoder if its weights are available locally, else the embedding fallback
-    (with a warning). "embedding": the fallback. "cross-encoder": `cross_encoder_model`, failing
+    "auto": the cross-encoder if its weights are available locally, else the sentence-window fallback
+    (with a warning). "embedding": the sentence-window fallback. "embedding-windows": the fallback that embeds
+    each passage's windows. "cross-encoder": `cross_encoder_model`, failing
     if it cannot be loaded. Anything else: a cross-encoder name or local path.
     """
     if spec == "embedding":
+        return SentenceWindowReranker(embedder)
+    if spec == "embedding-windows":
         return EmbeddingReranker(embedder)
     if spec == "cross-encoder":
         return CrossEncoderReranker(cross_encoder_model)
@@ -214,5 +282,5 @@ def load_reranker(spec: str, embedder: Embedder, cross_encoder_model: str = DEFA
                 embedder.name,
             )
             log.debug("cross-encoder load failure: %s", exc)
-            return EmbeddingReranker(embedder)
+            return SentenceWindowReranker(embedder)
     return CrossEncoderReranker(spec)

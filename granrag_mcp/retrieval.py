@@ -10,14 +10,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from granrag_mcp.chunk import CHILD_LEVEL, LEVELS, Chunk, Level, parse_chunk_id
+from granrag_mcp.chunk import CHILD_LEVEL, LEVELS, MAX_QUERY_CHARS, Chunk, Level, parse_chunk_id
 from granrag_mcp.embedding import Embedder
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.fusion import DEFAULT_RRF_K, Contribution, reciprocal_rank_fusion
 from granrag_mcp.rerank import Reranker
 from granrag_mcp.store.store import Snapshot
 
-MAX_QUERY_CHARS = 4000
 RRF_LISTS = ("broad_dense", "broad_lexical", "narrow_dense", "narrow_lexical")
 HRR_LISTS = ("rerank", "sentence_dense", "sentence_lexical", "mid_lexical")
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (measured in docs/evaluation.md)
@@ -305,8 +304,32 @@ class View:
     def _rerank_chunks(self, query: str, chunks: Sequence[Chunk]) -> list[Hit]:
         if not chunks:
             return []
-        scores = self.reranker.score(query, [c.text for c in chunks])  # type: ignore[union-attr]
+        by_sentences = getattr(self.reranker, "score_sentences", None)
+        if by_sentences is not None:
+            scores = by_sentences(self.embedder.embed([query])[0], self.sentence_vectors(chunks))
+        else:
+            scores = self.reranker.score(query, [c.text for c in chunks])  # type: ignore[union-attr]
         return sorted((Hit(c, float(s)) for c, s in zip(chunks, scores)), key=lambda h: -h.score)
+
+    def sentence_vectors(self, chunks: Sequence[Chunk]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The stored vectors and token counts of each chunk's sentences (narrow chunks), in document order."""
+        members = [[c.id] for c in chunks]
+        levels: list[Level] = [c.level for c in chunks]
+        for level in ("broad", "mid"):
+            at_level = [n for n, lvl in enumerate(levels) if lvl == level]
+            if at_level:
+                children = self._catalog.children([i for n in at_level for i in members[n]])
+                for n in at_level:
+                    members[n] = [child for i in members[n] for child in children[i]]
+                    levels[n] = CHILD_LEVEL[level]  # type: ignore[assignment]
+        every = list(dict.fromkeys(i for ids in members for i in ids))
+        sentences = self._catalog.chunks(every)
+        vectors = dict(zip(every, self.snapshot.vectors["narrow"].reconstruct(np.array(every, dtype=np.int64))))
+        return [
+            (np.array([vectors[i] for i in ids], dtype=np.float32).reshape(len(ids), -1),
+             np.array([sentences[i].token_count for i in ids], dtype=np.float32))
+            for ids in members
+        ]
 
     def hrr_mids(
         self,

@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -24,7 +24,6 @@ from mcp_types import INVALID_REQUEST, CallToolResult, ErrorData, JSONRPCError, 
 from pydantic import BaseModel, Field, ValidationError
 
 from granrag_mcp import __version__
-from granrag_mcp.engine import Engine, identity_for
 from granrag_mcp.errors import GranragError, StoreCorruptError, StoreNotFoundError
 from granrag_mcp.models import (
     DocumentInfo,
@@ -38,11 +37,16 @@ from granrag_mcp.models import (
     render,
 )
 from granrag_mcp.packing import TokenCounter, cut, pack
-from granrag_mcp.retrieval import MAX_QUERY_CHARS, View
-from granrag_mcp.retrieval import Hit as CoreHit
-from granrag_mcp.settings import Settings
+from granrag_mcp.settings import Settings, identity_for
 from granrag_mcp.store.manifest import Manifest
 from granrag_mcp.store.store import check_identity, load_manifest, read_current
+
+from granrag_mcp.chunk import MAX_QUERY_CHARS
+
+if TYPE_CHECKING:  # the core (torch, FAISS, scipy) loads in the engine thread, after `initialize` is answered
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.retrieval import Hit as CoreHit
+    from granrag_mcp.retrieval import View
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +222,7 @@ def one_at_a_time(method: Callable[..., Any], lock: threading.RLock) -> Callable
     return guarded
 
 
-def guard_models(engine: Engine) -> Engine:
+def guard_models(engine: "Engine") -> "Engine":
     """Let one tool call at a time into each model.
 
     Tool calls run in parallel worker threads, and a Hugging Face fast tokenizer is not thread-safe: every call
@@ -239,6 +243,12 @@ def guard_models(engine: Engine) -> Engine:
     return engine
 
 
+def load_engine(settings: Settings) -> "Engine":
+    from granrag_mcp.engine import Engine
+
+    return Engine(settings)
+
+
 class EngineHolder:
     """The engine, built once in its own thread; tool calls (in worker threads) wait until it is ready.
 
@@ -246,13 +256,13 @@ class EngineHolder:
     connection that started it goes away first, and must not hold the process up when it exits.
     """
 
-    def __init__(self, settings: Settings, factory: Callable[[Settings], Engine]) -> None:
+    def __init__(self, settings: Settings, factory: Callable[[Settings], "Engine"]) -> None:
         self._settings = settings
         self._factory = factory
         self._ready = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._engine: Engine | None = None
+        self._engine: "Engine | None" = None
         self._error: str | None = None
 
     def start(self) -> None:
@@ -277,7 +287,7 @@ class EngineHolder:
         finally:
             self._ready.set()
 
-    def engine(self, timeout: float = ENGINE_WAIT_SECONDS) -> Engine:
+    def engine(self, timeout: float = ENGINE_WAIT_SECONDS) -> "Engine":
         if not self._ready.wait(timeout):
             raise ToolError("the index is still loading (the embedding model takes a few seconds); call again")
         if self._engine is None:
@@ -286,7 +296,7 @@ class EngineHolder:
 
 
 def hits_result(
-    view: View, tokenizer: TokenCounter, hits: list[CoreHit], max_tokens: int, reranker: str | None = None
+    view: "View", tokenizer: TokenCounter, hits: list["CoreHit"], max_tokens: int, reranker: str | None = None
 ) -> SearchResult:
     packing = pack([h.chunk.text for h in hits], max_tokens, tokenizer)
     models = [
@@ -298,9 +308,9 @@ def hits_result(
     return RankedResult(reranker=reranker, **fields) if reranker is not None else SearchResult(**fields)
 
 
-def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine] | None = None) -> MCPServer:
+def build_server(settings: Settings, engine_factory: Callable[[Settings], "Engine"] | None = None) -> MCPServer:
     """The MCP server with every tool; `engine_factory` (default `Engine`) builds the engine at startup."""
-    holder = EngineHolder(settings, engine_factory or Engine)
+    holder = EngineHolder(settings, engine_factory or load_engine)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -319,7 +329,7 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
                         annotations=READ_ONLY, structured_output=True)
         return fn
 
-    def open_view() -> tuple[View, TokenCounter]:
+    def open_view() -> tuple["View", TokenCounter]:
         engine = holder.engine()
         try:
             view = engine.view()
@@ -467,7 +477,9 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
     def get_chunks(chunk_ids: ChunkIds, max_tokens: MaxTokens = budget) -> SearchResult:
         view, tokens = open_view()
         chunks = view.get_chunks(chunk_ids)
-        return hits_result(view, tokens, [CoreHit(c, None) for c in chunks], max_tokens)  # type: ignore[arg-type]
+        from granrag_mcp.retrieval import Hit as CoreHit
+
+        return hits_result(view, tokens, [CoreHit(c, None) for c in chunks], max_tokens)
 
     return server
 

@@ -10,9 +10,9 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from granrag_mcp.chunking import ChunkSettings
-from granrag_mcp.embedding import DEFAULT_MODEL
+from granrag_mcp.embedding import DEFAULT_MODEL, Precision
 from granrag_mcp.rerank import DEFAULT_CROSS_ENCODER
-from granrag_mcp.store.manifest import VectorMode
+from granrag_mcp.store.manifest import StoreIdentity, VectorMode
 from granrag_mcp.tokens import DEFAULT_ENCODING
 
 def is_loopback(host: str) -> bool:
@@ -36,7 +36,15 @@ class Settings(BaseSettings):
     mid_tokens: int = Field(512, ge=8, description="Tokens per mid chunk (nested in a broad chunk).")
     sentence_max_tokens: int = Field(128, ge=4, description="Longer sentences are split into pieces of this size.")
     batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch.")
-    reranker: str = Field("auto", description="auto, embedding, cross-encoder, or a cross-encoder name or path.")
+    precision: Precision = Field(
+        "auto", description="Embedding arithmetic: fp32, bf16, or auto (bf16 where the CPU has AVX512-BF16/AMX)."
+    )
+    threads: int = Field(
+        1, ge=1, le=256, description="CPU threads of the model and FAISS inside one query (serve, search, eval)."
+    )
+    reranker: str = Field(
+        "auto", description="auto, embedding, embedding-windows, cross-encoder, or a cross-encoder name or path."
+    )
     cross_encoder: str = Field(DEFAULT_CROSS_ENCODER, description="Cross-encoder tried by reranker=auto/cross-encoder.")
     transport: Literal["stdio", "http"] = Field("stdio", description="MCP transport of `serve`.")
     host: str = Field("127.0.0.1", description="HTTP bind address.")
@@ -63,3 +71,14 @@ class Settings(BaseSettings):
             mid_tokens=self.mid_tokens,
             sentence_max_tokens=self.sentence_max_tokens,
         )
+
+
+def identity_for(settings: Settings, dimension: int) -> StoreIdentity:
+    """The store identity these settings ask for, with the embedding model's dimension."""
+    return StoreIdentity(
+        model=settings.model,
+        dimension=dimension,
+        tokenizer=settings.tokenizer,
+        vector_mode=settings.vector_mode,
+        chunking=settings.chunking,
+    )

@@ -68,6 +68,18 @@ def _bytes_to_chars(text: str, byte_offsets: np.ndarray) -> np.ndarray:
     return np.searchsorted(char_starts, byte_offsets, side="left")
 
 
+class RememberedCounts:
+    """A tokenizer whose token counts are remembered: tool results quote the same chunk texts again and again."""
+
+    def __init__(self, tokenizer: Tokenizer, size: int = 8192) -> None:
+        self.name = tokenizer.name
+        self._tokenizer = tokenizer
+        self.count = lru_cache(maxsize=size)(tokenizer.count)  # thread-safe; keyed by the text itself
+
+    def boundaries(self, text: str) -> np.ndarray:
+        return self._tokenizer.boundaries(text)
+
+
 @lru_cache(maxsize=4)
 def get_tokenizer(encoding: str = DEFAULT_ENCODING) -> Tokenizer:
     return Tokenizer(encoding)

@@ -5,13 +5,16 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 # Set before anything imports huggingface_hub, which reads it once.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from granrag_mcp.errors import ModelLoadError  # noqa: E402
-from granrag_mcp.rerank import CrossEncoderReranker, EmbeddingReranker, load_reranker  # noqa: E402
+from granrag_mcp.rerank import (  # noqa: E402
+    CrossEncoderReranker, EmbeddingReranker, SentenceWindowReranker, load_reranker, sentence_windows,
+)
 from tests.fakes import FakeEmbedder  # noqa: E402
 
 MISSING_MODEL = "no-such/model-xyz"
@@ -113,8 +116,9 @@ def test_fallback_name_and_negative_weight(fake: FakeEmbedder) -> None:
         EmbeddingReranker(fake, mean_weight=-1.0)
 
 
-def test_load_embedding_spec(fake: FakeEmbedder) -> None:
-    assert isinstance(load_reranker("embedding", fake), EmbeddingReranker)
+def test_load_embedding_specs(fake: FakeEmbedder) -> None:
+    assert isinstance(load_reranker("embedding", fake), SentenceWindowReranker)
+    assert isinstance(load_reranker("embedding-windows", fake), EmbeddingReranker)
 
 
 # --- CrossEncoderReranker with a tiny model built offline --------------------------------
@@ -177,7 +181,7 @@ def test_auto_falls_back_to_embeddings_with_a_warning(fake: FakeEmbedder, caplog
     with caplog.at_level(logging.WARNING, logger="granrag_mcp.rerank"):
         reranker = load_reranker("auto", fake, cross_encoder_model=MISSING_MODEL)
 
-    assert isinstance(reranker, EmbeddingReranker)
+    assert isinstance(reranker, SentenceWindowReranker)
     warnings = [r for r in caplog.records if r.name == "granrag_mcp.rerank" and r.levelno == logging.WARNING]
     assert len(warnings) == 1
     message = warnings[0].getMessage()
@@ -273,3 +277,51 @@ def test_embedding_reranker_cache_is_bounded() -> None:
     reranker = EmbeddingReranker(embedder, cache_size=3)
     reranker.score("q", [f"passage number {i} with words" for i in range(10)])
     assert len(reranker._cache) == 3
+
+
+# --- SentenceWindowReranker: windows pooled from stored sentence vectors ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tokens", "limit", "runs"),
+    [
+        ([10, 10, 10], 100, [(0, 3)]),
+        ([40, 40, 40, 40], 100, [(0, 2), (1, 3), (2, 4)]),
+        ([150, 10, 10], 100, [(0, 1), (1, 3)]),  # a long sentence stands alone
+        ([10, 150, 10], 100, [(0, 1), (1, 2), (2, 3)]),
+        ([5], 1, [(0, 1)]),
+        ([], 100, []),
+    ],
+)
+def test_sentence_windows_are_maximal_runs_within_the_limit(tokens: list[int], limit: int, runs) -> None:
+    assert sentence_windows(np.array(tokens), limit) == runs
+
+
+def unit(vector: list[float]) -> np.ndarray:
+    v = np.array(vector, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_sentence_window_score_is_the_best_pooled_window_plus_a_share_of_the_mean(fake: FakeEmbedder) -> None:
+    reranker = SentenceWindowReranker(fake, window_tokens=20, mean_weight=0.5)
+    query = unit([1, 0, 0])
+    a, b, c = unit([1, 0, 0]), unit([0, 1, 0]), unit([0, 0, 1])
+    # windows: [a, b] pooled 3:1 by tokens, then [c] alone
+    (score,) = reranker.score_sentences(query, [(np.stack([a, b, c]), np.array([15, 5, 20]))])
+    pooled = unit([15, 5, 0])
+    expected_windows = np.array([pooled @ query, c @ query])
+    assert score == pytest.approx((expected_windows.max() + 0.5 * expected_windows.mean()) / 1.5, abs=1e-6)
+
+
+def test_sentence_window_reranker_prefers_the_passage_holding_the_matching_sentence(fake: FakeEmbedder) -> None:
+    reranker = SentenceWindowReranker(fake)
+    query = fake.embed(["zebra giraffe elephant"])[0]
+    sentences = [filler(20), "zebra giraffe elephant roam the plain", filler(25)]
+    other = [filler(30), filler(12)]
+    scores = reranker.score_sentences(query, [
+        (fake.embed(other), np.array([30, 12])),
+        (fake.embed(sentences), np.array([20, 6, 25])),
+        (np.zeros((0, fake.dimension), np.float32), np.zeros(0)),
+    ])
+    assert scores[1] > scores[0] > scores[2] == -1.0
+    assert reranker.score("zebra giraffe", ["zebra giraffe", filler(10)])[0] > 0.5  # plain texts still work

@@ -2,8 +2,9 @@ import pytest
 
 from granrag_mcp.chunk import format_chunk_id
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
-from granrag_mcp.rerank import EmbeddingReranker
-from granrag_mcp.retrieval import MAX_QUERY_CHARS, View, overlap_share
+from granrag_mcp.rerank import EmbeddingReranker, SentenceWindowReranker
+from granrag_mcp.chunk import MAX_QUERY_CHARS
+from granrag_mcp.retrieval import View, overlap_share
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
@@ -207,10 +208,39 @@ def test_list_documents_filters_by_prefix_and_pages(view):
 
 def test_hrr_mid_stage_fuses_the_reranker_with_sentence_and_lexical_evidence(view):
     reranker, mids = view.hrr_mids("sailors trimmed the mainsail", rerank_n=5)
-    assert reranker.startswith("embedding-fallback")
+    assert reranker.startswith("embedding-fallback")  # the view of this module uses EmbeddingReranker
     assert mids[0].chunk.doc_id == "notes/sailing.md" and mids[0].chunk.level == "mid"
     assert {"rerank", "sentence_dense"} <= set(mids[0].sources)
     assert set().union(*(h.sources for h in mids)) <= {"rerank", "sentence_dense", "sentence_lexical", "mid_lexical"}
     assert sum(1 for h in mids if "rerank" in h.sources) <= 5
     with pytest.raises(InvalidInputError, match="unknown weight"):
         view.hrr_mids("x", weights={"broad_dense": 1})
+
+
+def test_sentence_vectors_are_the_stored_vectors_of_each_chunks_sentences_in_order(view):
+    broad = engine_chunks(view, "broad")[0]
+    mid = engine_chunks(view, "mid")[1]
+    narrow = engine_chunks(view, "narrow")[3]
+    groups = view.sentence_vectors([mid, narrow, broad])
+    narrow_of_engine = engine_chunks(view, "narrow")
+    mids_of_broad = {m.id for m in engine_chunks(view, "mid") if m.parent_id == broad.id}
+    expected = [[n for n in narrow_of_engine if n.parent_id == mid.id], [narrow],
+                [n for n in narrow_of_engine if n.parent_id in mids_of_broad]]
+    for (vectors, tokens), sentences in zip(groups, expected):
+        sentences = sorted(sentences, key=lambda n: n.seq)
+        assert len(vectors) == len(sentences) > 0
+        assert list(tokens) == [n.token_count for n in sentences]
+        fresh = view.embedder.embed([n.text for n in sentences])
+        assert (vectors * fresh).sum(axis=1).min() > 0.999  # the stored vector of each sentence, in order
+
+
+def test_sentence_window_reranker_scores_indexed_chunks_from_stored_vectors(view):
+    reranker = SentenceWindowReranker(view.embedder)
+    sentence_view = View(view.snapshot, view.embedder, reranker)
+    mids = view.snapshot.catalog.chunks_of_level("mid")
+    embedded_before = view.embedder.calls
+    result = sentence_view.rerank("sailboat mainsail wind", [m.public_id for m in mids], top_n=3)
+    assert view.embedder.calls - embedded_before <= 1  # the query at most: passages are not embedded
+    assert result.reranker == "sentence-windows-fallback:fake-hash-embedder"
+    assert "sail" in result.hits[0].chunk.text
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)

@@ -20,7 +20,7 @@ from granrag_mcp.cli import main as cli_main
 from granrag_mcp.engine import Engine
 from granrag_mcp.errors import ModelLoadError, StoreMismatchError, StoreNotFoundError
 from granrag_mcp.indexer import index_paths
-from granrag_mcp.rerank import EmbeddingReranker
+from granrag_mcp.rerank import SentenceWindowReranker
 from granrag_mcp.server import build_server, check_store
 from granrag_mcp.settings import Settings
 from granrag_mcp.tokens import get_tokenizer
@@ -87,7 +87,7 @@ def fake_index(paths: list[Path], settings: Settings, embedder: FakeEmbedder) ->
 
 
 def fake_engine(settings: Settings, embedder: FakeEmbedder) -> Engine:
-    return Engine(settings, embedder=embedder, reranker=EmbeddingReranker(embedder))
+    return Engine(settings, embedder=embedder, reranker=SentenceWindowReranker(embedder))
 
 
 # --- calling tools -----------------------------------------------------------------------------------------------
@@ -326,7 +326,7 @@ def test_rerank_orders_the_candidates(server) -> None:
         return ids, await call(client, "rerank", {"query": "lens of glass prisms", "chunk_ids": ids, "top_n": 3})
 
     ids, result = run(server, scenario)
-    assert result["reranker"].startswith("embedding-fallback:")
+    assert result["reranker"].startswith("sentence-windows-fallback:")
     assert len(result["hits"]) == 3 and {h["chunk_id"] for h in result["hits"]} <= set(ids)
     scores = [h["score"] for h in result["hits"]]
     assert scores == sorted(scores, reverse=True)
@@ -338,7 +338,7 @@ def test_hrr_search_returns_broad_parents_with_evidence(server) -> None:
         return await call(client, "hrr_search", {"query": "Quillon apple ripens", "k": 2})
 
     result = run(server, scenario)
-    assert result["reranker"].startswith("embedding-fallback:")
+    assert result["reranker"].startswith("sentence-windows-fallback:")
     top = result["hits"][0]
     assert top["level"] == "broad" and "Quillon apple" in top["text"]
     assert top["evidence"] and all(e.startswith("mid:") for e in top["evidence"])

@@ -1,6 +1,6 @@
 import pytest
 
-from granrag_mcp.tokens import get_tokenizer
+from granrag_mcp.tokens import RememberedCounts, get_tokenizer
 
 SAMPLES = [
     "plain ascii text, with punctuation.",
@@ -36,3 +36,13 @@ def test_boundary_inside_a_multibyte_character_moves_to_its_end(tokenizer):
     bounds = tokenizer.boundaries(text).tolist()
     assert tokenizer.count(text) > 1
     assert set(bounds) <= {0, 1}
+
+
+def test_remembered_counts_agree_with_the_tokenizer_and_count_each_text_once() -> None:
+    tokenizer = get_tokenizer()
+    remembered = RememberedCounts(tokenizer, size=2)
+    texts = ["The main span is 412 metres long.", "Zürich 漢字 🙂", "a"]
+    assert [remembered.count(t) for t in texts] == [tokenizer.count(t) for t in texts]
+    remembered.count(texts[2])
+    assert remembered.count.cache_info().hits == 1
+    assert list(remembered.boundaries(texts[1])) == list(tokenizer.boundaries(texts[1]))

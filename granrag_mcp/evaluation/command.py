@@ -103,10 +103,12 @@ def add_eval_parser(
     parser.add_argument("--vector-mode", choices=["mean", "truncate", "windows"],
                         help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean); must "
                         "match the store, so each mode needs its own store")
-    parser.add_argument("--reranker", help="reranker of HRR: auto, embedding, cross-encoder, or a cross-encoder "
-                        "name or local path (env GRANRAG_RERANKER, default auto)")
+    parser.add_argument("--reranker", help="reranker of HRR: auto, embedding, embedding-windows, cross-encoder, or a "
+                        "cross-encoder name or local path (env GRANRAG_RERANKER, default auto)")
     parser.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (env GRANRAG_CROSS_ENCODER)")
     parser.add_argument("--batch-size", type=int, help="texts per embedding batch (default 64)")
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"],
+                        help="embedding arithmetic (env GRANRAG_PRECISION, default auto)")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="report folder (default reports/eval-<timestamp>)")
     parser.add_argument("--sample", type=_positive_int, metavar="N",

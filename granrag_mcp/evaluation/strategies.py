@@ -96,6 +96,8 @@ class MemoReranker:
     def __init__(self, inner: Reranker) -> None:
         self.inner = inner
         self.name = inner.name
+        if hasattr(inner, "score_sentences"):  # scored from stored vectors: nothing to remember
+            self.score_sentences = inner.score_sentences
         self._scores: dict[tuple[str, str], float] = {}
         self.pairs_scored = 0
 

@@ -34,9 +34,7 @@ from granrag_mcp.chunk import LEVELS, Level
 from granrag_mcp.errors import IndexBusyError, StoreCorruptError, StoreMismatchError, StoreNotFoundError
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.durable import fsync_dir, fsync_tree, sha256_bytes, sha256_file, write_atomic
-from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, FileEntry, Manifest, StoreIdentity
-from granrag_mcp.store.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +132,9 @@ class Snapshot:
         self.folder = folder
         self.manifest = manifest
         self.catalog = Catalog.open_readonly(folder / CATALOG_FILE)
+        from granrag_mcp.store.lexical import LexicalIndex  # FAISS and scipy load here, not at import:
+        from granrag_mcp.store.vectors import VectorIndex  # the server answers `initialize` before it needs them
+
         self.vectors = {level: VectorIndex.read(folder / vector_file(level)) for level in LEVELS}
         self.lexical = {level: LexicalIndex.read(folder / lexical_file(level)) for level in LEVELS}
 
