@@ -25,7 +25,7 @@ embedder.embed(sentences[:64])  # warm-up
 began = time.perf_counter()
 fp32 = embedder.embed(sentences)
 fp32_seconds = time.perf_counter() - began
-embedder._model = torch.ao.quantization.quantize_dynamic(embedder._model, {torch.nn.Linear}, dtype=torch.qint8)
+embedder._encoder.module = torch.ao.quantization.quantize_dynamic(embedder._encoder.module, {torch.nn.Linear}, dtype=torch.qint8)
 embedder.embed(sentences[:64])
 began = time.perf_counter()
 int8 = embedder.embed(sentences)

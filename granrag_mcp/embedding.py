@@ -96,37 +96,43 @@ class SentenceTransformerEmbedder:
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
-        from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
+
+        from granrag_mcp.encoders import load_encoder
 
         hf_logging.disable_progress_bar()  # its bars would clutter stderr on every start
 
         location = resolve_model_location(model)
         try:
-            self._model = SentenceTransformer(location, device=device, local_files_only=True)
-        except Exception as exc:  # the library raises many types for a missing model
+            self._encoder = load_encoder(location, device=device)
+        except Exception as exc:  # the libraries raise many types for a missing model
             raise ModelLoadError(
                 f"cannot load embedding model {model!r} from local files ({type(exc).__name__}: {exc}); "
                 "give a local model path or a name already in the Hugging Face cache (no download happens "
                 "at run time)"
             ) from exc
-        self._model.eval()
         self._torch = torch
+        self._device_type = torch.device(device).type
         self.name = model
         self.precision = resolve_precision(precision)
-        self.dimension = int(self._model.get_embedding_dimension())
-        self.max_tokens = int(self._model.max_seq_length)
+        if self.precision == "bf16":
+            # Autocast would cast every Linear weight to bf16 on every call; cast them once instead (the same
+            # numbers, and a single query no longer pays for converting the whole model).
+            for module in self._encoder.module.modules():
+                if isinstance(module, torch.nn.Linear):
+                    module.to(torch.bfloat16)
+        self.dimension = self._encoder.dimension
+        self.max_tokens = self._encoder.max_tokens
         self.batch_size = batch_size
-        self._tokenizer = self._model.tokenizer
+        self._tokenizer = self._encoder.tokenizer
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _forward(self, texts: list[str]) -> np.ndarray:
-        """One batch through the model's modules; cheaper per call than `encode`, which matters for queries."""
+        """One batch through the model; cheaper per call than sentence-transformers' `encode`, which matters for
+        single queries."""
         torch = self._torch
-        device = self._model.device
-        features = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self._model.preprocess(texts).items()}
-        with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
-            vectors = self._model(features)["sentence_embedding"]
+        with torch.inference_mode(), torch.autocast(self._device_type, torch.bfloat16, enabled=self.precision == "bf16"):
+            vectors = self._encoder.pooled(texts)
         return normalise(vectors.float().cpu().numpy())
 
     def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:

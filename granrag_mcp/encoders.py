@@ -1,0 +1,104 @@
+"""Running a sentence-embedding model: plain transformers for the common layout, sentence-transformers otherwise.
+
+Most sentence-transformers models (all-MiniLM-L6-v2 among them) are a transformer followed by mean pooling and
+normalisation. For a local folder with exactly that layout the model runs on `transformers` alone: importing
+sentence-transformers (and the scikit-learn it pulls in) is about a quarter of the server's time to its first
+search. Any other model goes through sentence-transformers. Both give the same vectors.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+TRANSFORMER = "sentence_transformers.models.Transformer"
+POOLING = "sentence_transformers.models.Pooling"
+NORMALIZE = "sentence_transformers.models.Normalize"
+
+
+class Encoder(Protocol):
+    module: Any  # the torch.nn.Module that holds the weights
+    tokenizer: Any  # a Hugging Face fast tokenizer
+    dimension: int
+    max_tokens: int
+
+    def pooled(self, texts: list[str]) -> Any:
+        """One (not yet normalised) vector per text, as a torch tensor; run under torch.inference_mode."""
+        ...
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def mean_pooling_settings(folder: Path) -> dict[str, Any] | None:
+    """{"max_tokens", "lower_case"} of a local model folder laid out as Transformer + mean Pooling (+ Normalize)."""
+    try:
+        modules = _read_json(folder / "modules.json")
+        kinds = [m["type"] for m in modules]
+        if kinds not in ([TRANSFORMER, POOLING], [TRANSFORMER, POOLING, NORMALIZE]) or modules[0]["path"] != "":
+            return None
+        pooling = _read_json(folder / modules[1]["path"] / "config.json")
+        config = _read_json(folder / "sentence_bert_config.json")
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    modes = {key for key, value in pooling.items() if key.startswith("pooling_mode") and value}
+    if modes != {"pooling_mode_mean_tokens"} or "max_seq_length" not in config:
+        return None
+    return {"max_tokens": int(config["max_seq_length"]), "lower_case": bool(config.get("do_lower_case", False))}
+
+
+class MeanPoolingEncoder:
+    """A transformer's token vectors averaged over the attention mask, as sentence-transformers' Pooling does."""
+
+    def __init__(self, folder: Path, max_tokens: int, lower_case: bool, device: str = "cpu") -> None:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self._torch = torch
+        self.module = AutoModel.from_pretrained(str(folder), local_files_only=True).to(device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        self.dimension = int(self.module.config.hidden_size)
+        self.max_tokens = max_tokens
+        self._lower_case = lower_case
+        self._device = torch.device(device)
+
+    def pooled(self, texts: list[str]) -> Any:
+        texts = [t.strip() for t in texts]  # as sentence-transformers does
+        if self._lower_case:
+            texts = [t.lower() for t in texts]
+        features = self.tokenizer(
+            texts, padding=True, truncation="longest_first", max_length=self.max_tokens, return_tensors="pt"
+        ).to(self._device)
+        tokens = self.module(**features).last_hidden_state
+        mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
+        return (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+
+
+class SentenceTransformersEncoder:
+    """Any model sentence-transformers can load (from a local path or the local Hugging Face cache)."""
+
+    def __init__(self, location: str, device: str = "cpu") -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        self._torch = torch
+        self.module = SentenceTransformer(location, device=device, local_files_only=True).eval()
+        self.tokenizer = self.module.tokenizer
+        self.dimension = int(self.module.get_embedding_dimension())
+        self.max_tokens = int(self.module.max_seq_length)
+
+    def pooled(self, texts: list[str]) -> Any:
+        torch = self._torch
+        device = self.module.device
+        features = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.module.preprocess(texts).items()}
+        return self.module(features)["sentence_embedding"]
+
+
+def load_encoder(location: str, device: str = "cpu") -> Encoder:
+    folder = Path(location)
+    settings = mean_pooling_settings(folder) if folder.is_dir() else None
+    if settings is not None:
+        return MeanPoolingEncoder(folder, device=device, **settings)
+    return SentenceTransformersEncoder(location, device=device)
