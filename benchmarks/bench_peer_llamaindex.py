@@ -79,15 +79,15 @@ def offline_tokenizer():
 # --- our side -------------------------------------------------------------------------------------------------
 
 
-def index_ours(corpus: Path, store: Path) -> dict[str, Any]:
+def index_ours(corpus: Path, store: Path, precision: str = "auto") -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__).with_name("bench_index.py")), "--child", "--corpus", str(corpus),
            "--store", str(store), "--mode", "mean"]
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "GRANRAG_PRECISION": precision})
     if done.returncode != 0:
         raise SystemExit(f"our index run failed:\n{done.stderr[-3000:]}")
     raw = json.loads(done.stdout.strip().splitlines()[-1])
     staged = sum(raw["seconds"].values())
-    return {"run_index_seconds": round(raw["run_index_seconds"], 2),
+    return {"precision": raw.get("precision", "fp32"), "run_index_seconds": round(raw["run_index_seconds"], 2),
             "build_seconds_without_model_load": round(staged, 2),
             "stages": {k: round(v, 3) for k, v in raw["seconds"].items()},
             "chunks": raw["new_chunks"], "corpus_tokens": raw["corpus_tokens"],
@@ -287,7 +287,11 @@ def main() -> None:
     parser.add_argument("--strategies", default="Base,C2P,S2P,Union,RRF",
                         help="our evaluation strategies to run (add HRR for the reranked one; slower)")
     parser.add_argument("--skip-ours", action="store_true", help="LlamaIndex only")
+    parser.add_argument("--also-fp32", action="store_true",
+                        help="also index ours with GRANRAG_PRECISION=fp32 (after LlamaIndex), for the same-arithmetic ratio")
+    parser.add_argument("--index-only", action="store_true", help="build times only, no retrieval evaluation")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--name", default="peer_llamaindex", help="result file name (default peer_llamaindex)")
     args = parser.parse_args()
     _common.offline_env()
     forbid_network()
@@ -337,6 +341,18 @@ def main() -> None:
         if not args.skip_ours:
             ours = result["ours_index"]["build_seconds_without_model_load"]
             result["index_speedup_ours_vs_llamaindex"] = round(build_seconds / ours, 2)
+            if args.also_fp32:
+                print("[peer] indexing with granrag-mcp in fp32 ...", file=sys.stderr)
+                result["ours_index_fp32"] = index_ours(corpus, Path(tmp) / "store-fp32", "fp32")
+                result["ours_index_fp32"]["load_after"] = _common.load_average()
+                fp32 = result["ours_index_fp32"]["build_seconds_without_model_load"]
+                result["index_speedup_ours_fp32_vs_llamaindex"] = round(build_seconds / fp32, 2)
+        if args.index_only:
+            del built
+            if not args.no_save:
+                _common.save_result(args.name, result)
+            _common.emit(result)
+            return
         print(f"[peer] LlamaIndex build {build_seconds:.1f} s; evaluating {len(chosen)} questions ...",
               file=sys.stderr)
         result["llamaindex_quality"] = evaluate_llamaindex(built, documents, chosen)
@@ -346,7 +362,7 @@ def main() -> None:
             strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
             result["ours_quality"] = evaluate_ours(Path(tmp) / "store", chosen, strategies)
     if not args.no_save:
-        _common.save_result("peer_llamaindex", result)
+        _common.save_result(args.name, result)
     _common.emit(result)
 
 

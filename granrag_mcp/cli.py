@@ -29,6 +29,7 @@ _SETTING_FLAGS = {
     "mid_tokens": "mid_tokens",
     "sentence_max_tokens": "sentence_max_tokens",
     "batch_size": "batch_size",
+    "embed_workers": "embed_workers",
     "precision": "precision",
     "threads": "threads",
     "reranker": "reranker",
@@ -83,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--broad-overlap", type=int, help="tokens shared by consecutive broad chunks (default 200)")
     index.add_argument("--mid-tokens", type=int, help="tokens per mid chunk (default 512)")
     index.add_argument("--sentence-max-tokens", type=int, help="longer sentences are split (default 128)")
-    index.add_argument("--batch-size", type=int, help="texts per embedding batch (default 64)")
+    index.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
+    index.add_argument("--embed-workers", type=int, help="embedding batches run side by side (default: one per core)")
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -25,6 +27,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 ProgressCallback = Callable[[int, int], None]  # (texts done, texts total)
 Precision = Literal["auto", "fp32", "bf16"]
 QUERY_CACHE_SIZE = 256  # single texts (queries) whose vectors are kept: agents repeat queries across tools
+BATCH_TOKENS = 4096  # padded word pieces per batch: short sentences go in big batches, long windows in small ones
 
 
 class Embedder(Protocol):
@@ -45,6 +48,28 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan_batches(lengths: Sequence[int], max_texts: int, max_tokens: int = BATCH_TOKENS) -> list[list[int]]:
+    """Indices of texts grouped into batches, shortest first: each batch holds at most `max_texts` texts and, once
+    padded to its longest text, at most `max_tokens` tokens (a longer text goes alone)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        if current and (len(current) >= max_texts or (len(current) + 1) * lengths[index] > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
 
 
 def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
@@ -92,7 +117,12 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(
-        self, model: str = DEFAULT_MODEL, batch_size: int = 64, device: str = "cpu", precision: Precision = "auto"
+        self,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = 256,
+        device: str = "cpu",
+        precision: Precision = "auto",
+        workers: int | None = None,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
@@ -124,15 +154,23 @@ class SentenceTransformerEmbedder:
         self.dimension = self._encoder.dimension
         self.max_tokens = self._encoder.max_tokens
         self.batch_size = batch_size
+        self.workers = workers or usable_cores()
+        if self.workers > 1:
+            # Batches run side by side, one per core, each on one thread: on a busy machine a torch thread pool
+            # that waits for its second thread is 2-3x slower than one thread (BENCHMARKS.md, "threads").
+            torch.set_num_threads(1)
         self._tokenizer = self._encoder.tokenizer
+        self._tokenizer_lock = threading.Lock()  # a Hugging Face fast tokenizer must not be used by two threads
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _forward(self, texts: list[str]) -> np.ndarray:
         """One batch through the model; cheaper per call than sentence-transformers' `encode`, which matters for
         single queries."""
         torch = self._torch
+        with self._tokenizer_lock:
+            features = self._encoder.features(texts)
         with torch.inference_mode(), torch.autocast(self._device_type, torch.bfloat16, enabled=self.precision == "bf16"):
-            vectors = self._encoder.pooled(texts)
+            vectors = self._encoder.pooled(features)
         return normalise(vectors.float().cpu().numpy())
 
     def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
@@ -141,16 +179,20 @@ class SentenceTransformerEmbedder:
             return self._embed_one(texts[0])[None, :]
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        # Each distinct text once (overlapping windows repeat sentences), sorted by length so each batch pads
-        # little; the rows are put back in the caller's order afterwards.
+        # Each distinct text once (overlapping windows repeat sentences), in batches of similar lengths so each
+        # pads little, `workers` batches at a time; the rows are put back in the caller's order afterwards.
         distinct = list(dict.fromkeys(texts))
-        order = sorted(range(len(distinct)), key=lambda i: len(distinct[i]))
+        with self._tokenizer_lock:
+            lengths = [min(len(ids), self.max_tokens) for ids in self._tokenizer(distinct, verbose=False)["input_ids"]]
+        batches = plan_batches(lengths, self.batch_size)
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
-        for begin in range(0, len(order), self.batch_size):
-            rows = order[begin : begin + self.batch_size]
-            vectors[rows] = self._forward([distinct[i] for i in rows])
-            if progress is not None:
-                progress(min(begin + self.batch_size, len(order)), len(order))
+        done = 0
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
+            for rows, batch_vectors in zip(batches, pool.map(lambda rows: self._forward([distinct[i] for i in rows]), batches)):
+                vectors[rows] = batch_vectors
+                done += len(rows)
+                if progress is not None:
+                    progress(done, len(distinct))
         row_of = {text: row for row, text in enumerate(distinct)}
         return vectors[[row_of[text] for text in texts]]
 
@@ -168,9 +210,9 @@ class SentenceTransformerEmbedder:
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         limit = max(8, (max_tokens or self.max_tokens) - 2)  # room for [CLS] and [SEP]
-        offsets = self._tokenizer(text, return_offsets_mapping=True, add_special_tokens=False, verbose=False)[
-            "offset_mapping"
-        ]
+        with self._tokenizer_lock:
+            encoded = self._tokenizer(text, return_offsets_mapping=True, add_special_tokens=False, verbose=False)
+        offsets = encoded["offset_mapping"]
         if not offsets:
             return [(0, len(text))] if text.strip() else []
         spans = []

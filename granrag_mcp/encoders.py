@@ -23,7 +23,11 @@ class Encoder(Protocol):
     dimension: int
     max_tokens: int
 
-    def pooled(self, texts: list[str]) -> Any:
+    def features(self, texts: list[str]) -> Any:
+        """The model's inputs for a batch; calls the tokenizer, which is not thread-safe (callers serialise)."""
+        ...
+
+    def pooled(self, features: Any) -> Any:
         """One (not yet normalised) vector per text, as a torch tensor; run under torch.inference_mode."""
         ...
 
@@ -64,13 +68,15 @@ class MeanPoolingEncoder:
         self._lower_case = lower_case
         self._device = torch.device(device)
 
-    def pooled(self, texts: list[str]) -> Any:
+    def features(self, texts: list[str]) -> Any:
         texts = [t.strip() for t in texts]  # as sentence-transformers does
         if self._lower_case:
             texts = [t.lower() for t in texts]
-        features = self.tokenizer(
+        return self.tokenizer(
             texts, padding=True, truncation="longest_first", max_length=self.max_tokens, return_tensors="pt"
         ).to(self._device)
+
+    def pooled(self, features: Any) -> Any:
         tokens = self.module(**features).last_hidden_state
         mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
         return (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
@@ -89,10 +95,12 @@ class SentenceTransformersEncoder:
         self.dimension = int(self.module.get_embedding_dimension())
         self.max_tokens = int(self.module.max_seq_length)
 
-    def pooled(self, texts: list[str]) -> Any:
+    def features(self, texts: list[str]) -> Any:
         torch = self._torch
         device = self.module.device
-        features = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.module.preprocess(texts).items()}
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.module.preprocess(texts).items()}
+
+    def pooled(self, features: Any) -> Any:
         return self.module(features)["sentence_embedding"]
 
 

@@ -19,7 +19,9 @@ log = logging.getLogger(__name__)
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    return SentenceTransformerEmbedder(settings.model, batch_size=settings.batch_size, precision=settings.precision)
+    return SentenceTransformerEmbedder(
+        settings.model, batch_size=settings.batch_size, precision=settings.precision, workers=settings.embed_workers
+    )
 
 
 class Engine:

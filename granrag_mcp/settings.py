@@ -35,7 +35,12 @@ class Settings(BaseSettings):
     broad_overlap: int = Field(200, ge=0, description="Tokens shared by consecutive broad chunks.")
     mid_tokens: int = Field(512, ge=8, description="Tokens per mid chunk (nested in a broad chunk).")
     sentence_max_tokens: int = Field(128, ge=4, description="Longer sentences are split into pieces of this size.")
-    batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch.")
+    batch_size: int = Field(
+        256, ge=1, le=4096, description="Most texts per embedding batch (a batch also stops at 4096 word pieces)."
+    )
+    embed_workers: int | None = Field(
+        None, ge=1, le=256, description="Embedding batches run side by side, one thread each (default: one per core)."
+    )
     precision: Precision = Field(
         "auto", description="Embedding arithmetic: fp32, bf16, or auto (bf16 where the CPU has AVX512-BF16/AMX)."
     )

@@ -3,7 +3,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from granrag_mcp.embedding import QUERY_CACHE_SIZE, cpu_has_native_bf16, resolve_precision
+from granrag_mcp.embedding import QUERY_CACHE_SIZE, cpu_has_native_bf16, plan_batches, resolve_precision
 
 TEXTS = [
     "The Halvorsen Bridge opened to traffic in 1931.",
@@ -67,17 +67,28 @@ def test_batch_rows_follow_the_callers_order_and_repeats_get_the_same_vector(fp3
     assert float(vectors[0] @ vectors[1]) < 0.99  # different sentences, different vectors
 
 
-def test_batches_smaller_than_the_input_give_the_same_vectors(fp32) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_small_batches_side_by_side_give_the_same_vectors(fp32, workers: int) -> None:
     whole = fp32.embed(TEXTS)
-    size = fp32.batch_size
+    size, parallel = fp32.batch_size, fp32.workers
     try:
-        fp32.batch_size = 2
+        fp32.batch_size, fp32.workers = 2, workers
         done: list[tuple[int, int]] = []
         pieces = fp32.embed(TEXTS, progress=lambda n, total: done.append((n, total)))
     finally:
-        fp32.batch_size = size
+        fp32.batch_size, fp32.workers = size, parallel
     np.testing.assert_allclose(whole, pieces, atol=1e-5)
     assert done == [(2, 4), (4, 4)]  # four distinct texts in batches of two
+
+
+def test_batches_group_similar_lengths_within_the_text_and_token_limits() -> None:
+    lengths = [30, 5, 200, 6, 31, 7, 5000]
+    batches = plan_batches(lengths, max_texts=2, max_tokens=100)
+    assert batches == [[1, 3], [5, 0], [4], [2], [6]]  # shortest first; 200 and 5000 each exceed 100 alone
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in plan_batches(lengths, max_texts=10, max_tokens=100):
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 100
+    assert plan_batches([], 4) == []
 
 
 def test_bf16_vectors_stay_close_to_fp32(fp32, bf16) -> None:

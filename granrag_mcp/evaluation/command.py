@@ -106,7 +106,7 @@ def add_eval_parser(
     parser.add_argument("--reranker", help="reranker of HRR: auto, embedding, embedding-windows, cross-encoder, or a "
                         "cross-encoder name or local path (env GRANRAG_RERANKER, default auto)")
     parser.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (env GRANRAG_CROSS_ENCODER)")
-    parser.add_argument("--batch-size", type=int, help="texts per embedding batch (default 64)")
+    parser.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"],
                         help="embedding arithmetic (env GRANRAG_PRECISION, default auto)")
     parser.add_argument("--out", type=Path, metavar="DIR",
