@@ -48,6 +48,18 @@ def _local_location(model: str) -> str:
     return str(path) if path.exists() else model
 
 
+def stored_locally(model: str) -> bool:
+    """Whether `model` is a local path or a model whose config is in the local Hugging Face cache."""
+    if Path(model).expanduser().exists():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except Exception:  # not a valid repo id, or no cache at all
+        return False
+
+
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
@@ -274,6 +286,8 @@ def load_reranker(spec: str, embedder: Embedder, cross_encoder_model: str = DEFA
         return CrossEncoderReranker(cross_encoder_model)
     if spec == "auto":
         try:
+            if not stored_locally(cross_encoder_model):  # importing sentence-transformers only to fail costs seconds
+                raise ModelLoadError(f"{cross_encoder_model!r} is neither a local path nor in the Hugging Face cache")
             return CrossEncoderReranker(cross_encoder_model)
         except ModelLoadError as exc:
             log.warning(

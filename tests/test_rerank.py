@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from granrag_mcp.errors import ModelLoadError  # noqa: E402
 from granrag_mcp.rerank import (  # noqa: E402
-    CrossEncoderReranker, EmbeddingReranker, SentenceWindowReranker, load_reranker, sentence_windows,
+    CrossEncoderReranker, EmbeddingReranker, SentenceWindowReranker, load_reranker, sentence_windows, stored_locally,
 )
 from tests.fakes import FakeEmbedder  # noqa: E402
 
@@ -188,6 +188,36 @@ def test_auto_falls_back_to_embeddings_with_a_warning(fake: FakeEmbedder, caplog
     assert MISSING_MODEL in message
     assert "embedding fallback" in message
     assert "\n" not in message
+
+
+def test_auto_does_not_import_sentence_transformers_for_a_model_that_is_not_there() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from granrag_mcp.rerank import load_reranker, SentenceWindowReranker; "
+        "from tests.fakes import FakeEmbedder; "
+        f"r = load_reranker('auto', FakeEmbedder(), cross_encoder_model={MISSING_MODEL!r}); "
+        "assert isinstance(r, SentenceWindowReranker); "
+        "assert 'sentence_transformers' not in sys.modules, 'imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_model_in_the_hugging_face_cache_counts_as_stored_locally(tmp_path: Path, monkeypatch) -> None:
+    snapshot = tmp_path / "hub" / "models--acme--tiny-ranker" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (tmp_path / "hub" / "models--acme--tiny-ranker" / "refs").mkdir()
+    (tmp_path / "hub" / "models--acme--tiny-ranker" / "refs" / "main").write_text("abc123")
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert stored_locally("acme/tiny-ranker")
+    assert not stored_locally("acme/other-ranker")
+    assert stored_locally(str(tmp_path))  # a local folder
 
 
 def test_explicit_cross_encoder_spec_propagates_load_error(fake: FakeEmbedder) -> None:
