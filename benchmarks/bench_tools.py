@@ -91,28 +91,36 @@ async def call(client, name: str, arguments: dict[str, Any]) -> tuple[float, dic
 
 
 def workloads(questions: list[str], calls: int, heavy_calls: int, rng: random.Random):
-    """Per tool, a function (pool of ids) -> list of argument dicts; ids come from the search phase."""
-    def qs(n: int) -> list[str]:
-        return [questions[i % len(questions)] for i in range(n)]
+    """Per tool, a function (pool of ids) -> list of argument dicts; ids come from the search phase.
+
+    The first WARMUP entries (one for heavy tools) are warm-up calls, not measured. Each tool that takes a query
+    gets its own slice of the questions, so no measured call finds its query vector in the server's query cache.
+    """
+    block = calls + WARMUP
+
+    def qs(n: int, slot: int) -> list[str]:
+        return [questions[(slot * block + i) % len(questions)] for i in range(n)]
 
     return {
-        "search_narrow": lambda ids: [{"query": q} for q in qs(calls)],
-        "search_broad": lambda ids: [{"query": q} for q in qs(calls)],
-        "search_fused": lambda ids: [{"query": q} for q in qs(calls)],
-        "hrr_search": lambda ids: [{"query": q} for q in qs(heavy_calls)],
-        "expand_window": lambda ids: [{"chunk_id": rng.choice(ids["narrow"] + ids["mid"])} for _ in range(calls)],
-        "get_parent": lambda ids: [{"chunk_ids": rng.sample(ids["narrow"], 3)} for _ in range(calls)],
-        "get_chunks": lambda ids: [{"chunk_ids": rng.sample(ids["narrow"] + ids["mid"], 5)} for _ in range(calls)],
-        "rerank": lambda ids: [{"query": q, "chunk_ids": ids["mid_lists"][i % len(ids["mid_lists"])], "top_n": 5}
-                               for i, q in enumerate(qs(heavy_calls))],
-        "list_documents": lambda ids: [{"limit": 50, "offset": rng.randrange(0, 20)} for _ in range(calls)],
+        "search_narrow": lambda ids: [{"query": q} for q in qs(calls + WARMUP, 0)],
+        "search_broad": lambda ids: [{"query": q} for q in qs(calls + WARMUP, 1)],
+        "search_fused": lambda ids: [{"query": q} for q in qs(calls + WARMUP, 2)],
+        "hrr_search": lambda ids: [{"query": q} for q in qs(heavy_calls + 1, 3)],
+        "expand_window": lambda ids: [{"chunk_id": rng.choice(ids["narrow"] + ids["mid"])}
+                                      for _ in range(calls + WARMUP)],
+        "get_parent": lambda ids: [{"chunk_ids": rng.sample(ids["narrow"], 3)} for _ in range(calls + WARMUP)],
+        "get_chunks": lambda ids: [{"chunk_ids": rng.sample(ids["narrow"] + ids["mid"], 5)}
+                                   for _ in range(calls + WARMUP)],
+        "rerank": lambda ids: [{"query": q, "chunk_ids": ids["mid_lists"][(i - 1) % len(ids["mid_lists"])], "top_n": 5}
+                               for i, q in enumerate(qs(heavy_calls + 1, 4))],
+        "list_documents": lambda ids: [{"limit": 50, "offset": rng.randrange(0, 20)} for _ in range(calls + WARMUP)],
     }
 
 
 async def collect_ids(client, questions: list[str]) -> dict[str, list]:
     """Chunk ids from earlier searches: narrow hits, their mid parents, and lists of 20 mid chunks per question."""
     ids: dict[str, list] = {"narrow": [], "mid": [], "mid_lists": []}
-    for q in questions[:40]:
+    for q in questions[-40:]:  # not among the measured queries (see `workloads`)
         _, narrow = await call(client, "search_narrow", {"query": q, "k": 10})
         ids["narrow"] += [h["chunk_id"] for h in narrow["hits"]]
         ids["mid"] += [h["parent_id"] for h in narrow["hits"] if h.get("parent_id")]
@@ -140,11 +148,12 @@ async def session_latency(store: Path, questions: list[str], calls: int, heavy_c
             plans = workloads(questions, calls, heavy_calls, rng)
             for tool in tools:
                 arguments = plans[tool](ids)
-                for a in arguments[: 1 if tool in HEAVY else WARMUP]:
+                warmup = 1 if tool in HEAVY else WARMUP
+                for a in arguments[:warmup]:
                     await call(client, tool, a)
                 times = []
                 sizes = []
-                for a in arguments:
+                for a in arguments[warmup:]:
                     seconds, content = await call(client, tool, a)
                     times.append(seconds)
                     sizes.append(content.get("tokens_used", 0))
@@ -186,22 +195,27 @@ def core_latency(store: Path, questions: list[str], calls: int, heavy_calls: int
     rng = random.Random(seed)
     view = engine.view()
     narrow_ids, mid_lists = [], []
-    for q in questions[:40]:
+    for q in questions[-40:]:
         hits = view.search(q, "narrow", 10)
         narrow_ids += [h.chunk.public_id for h in hits]
         mid_lists.append([h.chunk.public_id for h in view.search(q, "mid", 20)])
     narrow_ids = list(dict.fromkeys(narrow_ids))
-    qs = [questions[i % len(questions)] for i in range(calls)]
+    block = calls + WARMUP
+
+    def slot(n: int) -> list[str]:  # a slice of questions per tool: no measured query is in the query cache
+        return [questions[(n * block + i) % len(questions)] for i in range(calls)]
+
+    qs = slot(5)
     plans = {
-        "search_narrow": [(lambda q=q: engine.view().search(q, "narrow", 10)) for q in qs],
-        "search_broad": [(lambda q=q: engine.view().search(q, "broad", 5)) for q in qs],
-        "search_fused": [(lambda q=q: engine.view().search_rrf(q, 10)) for q in qs],
-        "hrr_search": [(lambda q=q: engine.view().hrr_search(q)) for q in qs[:heavy_calls]],
+        "search_narrow": [(lambda q=q: engine.view().search(q, "narrow", 10)) for q in slot(0)],
+        "search_broad": [(lambda q=q: engine.view().search(q, "broad", 5)) for q in slot(1)],
+        "search_fused": [(lambda q=q: engine.view().search_rrf(q, 10)) for q in slot(2)],
+        "hrr_search": [(lambda q=q: engine.view().hrr_search(q)) for q in slot(3)[:heavy_calls]],
         "expand_window": [(lambda i=rng.choice(narrow_ids): engine.view().expand_window(i)) for _ in qs],
         "get_parent": [(lambda i=rng.sample(narrow_ids, 3): engine.view().parents(i)) for _ in qs],
         "get_chunks": [(lambda i=rng.sample(narrow_ids, 5): engine.view().get_chunks(i)) for _ in qs],
         "rerank": [(lambda q=q, i=mid_lists[n % len(mid_lists)]: engine.view().rerank(q, i, 5))
-                   for n, q in enumerate(qs[:heavy_calls])],
+                   for n, q in enumerate(slot(4)[:heavy_calls])],
         "list_documents": [(lambda: engine.view().list_documents(None, 50, 0)) for _ in qs],
     }
     out: dict[str, Any] = {"query_embedding": None}
@@ -214,10 +228,11 @@ def core_latency(store: Path, questions: list[str], calls: int, heavy_calls: int
     for tool, fns in plans.items():
         if tool not in tools:
             continue
-        for fn in fns[: 1 if tool in HEAVY else WARMUP]:
+        warmup = 1 if tool in HEAVY else WARMUP
+        for fn in fns[:warmup]:
             fn()
         times = []
-        for fn in fns:
+        for fn in fns[warmup:]:  # not the warm-up calls again: their queries would come from the query cache
             began = time.perf_counter()
             fn()
             times.append(time.perf_counter() - began)
@@ -350,7 +365,8 @@ def main() -> None:
     info = _common.machine()
     indexing = ensure_store(args.store, args.squad)
     _, questions = squad_corpus.load(args.squad)
-    chosen = [q.question for q in squad_corpus.sample(questions, max(args.calls, 200), args.seed)]
+    needed = 6 * (max(args.calls, args.heavy_calls) + WARMUP) + 40  # a slice per query tool (see `workloads`)
+    chosen = [q.question for q in squad_corpus.sample(questions, max(needed, 200), args.seed)]
     random.Random(args.seed).shuffle(chosen)
 
     if args.thread_ab_only:

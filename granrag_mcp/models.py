@@ -6,6 +6,7 @@ Every model here becomes a tool's output schema, so field descriptions are writt
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -150,12 +151,12 @@ DATA_NOTICE = (
 )
 
 
+_BACKTICK_RUNS = re.compile(r"`+")
+
+
 def fence(text: str) -> str:
     """`text` in a backtick fence longer than any backtick run inside it, so the text cannot end the fence."""
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
+    longest = max((len(run) for run in _BACKTICK_RUNS.findall(text)), default=0)
     marker = "`" * max(3, longest + 1)
     return f"{marker}text\n{text}\n{marker}"
 
