@@ -353,6 +353,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
             "chunking": manifest.identity.chunking.model_dump(),
         },
         "reranker": reranker.name if reranker is not None else None,
+        "embedding_precision": getattr(embedder.inner, "precision", None),
         "indexing": indexing,
         "timings": timings,
         "embedding_calls": {"texts embedded by the model during the evaluation": embedder.model_texts},

@@ -67,7 +67,11 @@ def markdown_report(summary: Summary, meta: Mapping[str, Any]) -> str:
     ]
     store = meta["store"]
     lines += [f"- {key}: {value}" for key, value in store.items()]
-    lines += [f"- reranker (HRR): {meta.get('reranker') or 'none (HRR not run)'}", ""]
+    lines += [f"- reranker (HRR): {meta.get('reranker') or 'none (HRR not run)'}"]
+    if meta.get("embedding_precision"):
+        lines.append(f"- embedding precision (this run's questions; the store may have been built in another): "
+                     f"{meta['embedding_precision']}")
+    lines.append("")
     lines += ["## Timings (seconds, wall clock)", ""]
     lines += [f"- {key}: {value:.1f}" for key, value in meta["timings"].items()]
     lines += [
