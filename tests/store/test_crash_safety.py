@@ -19,6 +19,7 @@ import pytest
 from granrag_mcp.store.store import TMP_PREFIX, Snapshot, read_current
 from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
+from tests.reliability.support import record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,6 +90,7 @@ def check_store(store: Path, generations: set[int]) -> int:
 
 def run_trials(tmp_path: Path, trials: int, seed: int) -> dict[str, int]:
     rng = random.Random(seed)
+    started = time.monotonic()
     docs, store = tmp_path / "docs", tmp_path / "store"
     make_corpus(docs, trial=0)
     index(docs, store)
@@ -127,18 +129,19 @@ def run_trials(tmp_path: Path, trials: int, seed: int) -> dict[str, int]:
     assert not list(store.glob(f"{TMP_PREFIX}*"))
     assert read_current(store).generation == f"gen-{summary.generation:06d}"
     check_store(store, {summary.generation})
-    return tally
+    return tally | {"trials": trials, "failures": 0, "seconds": round(time.monotonic() - started),
+                    "commit window ms": round(1000 * (publish[1] - publish[0]), 1)}
 
 
 def test_killed_index_runs_leave_a_loadable_store(tmp_path):
     trials = int(os.environ.get("GRANRAG_CRASH_TRIALS", "36"))
     tally = run_trials(tmp_path, trials, seed=1234)
-    print(f"crash trials: {tally}")
+    record("sigkill-child-short", tally)
     assert tally["inside-commit"] >= trials // 4 and tally["before-commit"] >= 1
 
 
 @pytest.mark.slow
 def test_many_killed_index_runs_leave_a_loadable_store(tmp_path):
     tally = run_trials(tmp_path, trials=int(os.environ.get("GRANRAG_CRASH_TRIALS", "120")), seed=99)
-    print(f"crash trials: {tally}")
+    record("sigkill-child", tally)
     assert tally["inside-commit"] >= 10
