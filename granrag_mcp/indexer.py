@@ -27,6 +27,7 @@ from granrag_mcp.store.store import (
     StoreWriter,
     check_identity,
     current_generation,
+    readable_current_generation,
     lexical_file,
     vector_file,
 )
@@ -107,7 +108,7 @@ def index_paths(
 
     with StoreWriter(store_root) as writer:
         base = None
-        if current_generation(writer.root) is not None and not rebuild:
+        if not rebuild and current_generation(writer.root) is not None:  # a rebuild must work on a damaged CURRENT
             base = Snapshot.open(writer.root)
         try:
             return _index_with_base(
@@ -197,14 +198,17 @@ def _index_with_base(
     if base is not None:
         check_identity(writer.root, base.manifest, identity)
 
-    next_id = base.manifest.next_chunk_id if base else 1
+    # A rebuild (no base) still numbers after everything on disk: an old id must never name a new chunk, and
+    # the new generation must not replace the one `recover` falls back to.
+    last_generation, first_free_id = writer.numbering()
+    next_id = base.manifest.next_chunk_id if base else first_free_id
     chunks, next_id = _assign_ids(new_docs, next_id)
     vectors = {}
     if new_docs:
         with clock.stage("embed"):
             vectors = _embed(new_docs, chunks, embedder, vector_mode, progress)  # type: ignore[arg-type]
 
-    generation = (base.generation if base else 0) + 1
+    generation = max(base.generation if base else 0, last_generation) + 1
     try:
         folder = writer.new_folder(generation)
         with clock.stage("index"):
@@ -214,7 +218,7 @@ def _index_with_base(
             writer.publish(folder, manifest)
     except OSError as exc:
         writer.abandon(generation)
-        now = current_generation(writer.root) or "none"
+        now = readable_current_generation(writer.root) or "none"
         raise StoreWriteError(
             f"could not commit generation {generation} to {writer.root}: {exc.strerror or exc}; the current "
             f"generation is {now} and is intact. Free disk space or fix the file system, then run the command again"

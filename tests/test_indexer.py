@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from granrag_mcp.errors import InvalidInputError, NoDocumentsError
@@ -89,13 +90,17 @@ def test_disappeared_documents_stay_unless_pruned(tmp_path):
     assert snapshot.lexical["narrow"].search("sourdough dough oven", 10) == []
 
 
-def test_rebuild_starts_over_with_fresh_ids(tmp_path):
+def test_rebuild_starts_over_with_new_ids_in_a_new_generation(tmp_path):
     docs = write_corpus(tmp_path / "docs")
     store = tmp_path / "store"
-    index(docs, store)
+    first = index(docs, store)
+    first_free = Snapshot.open(store).manifest.next_chunk_id
     summary = index(docs, store, rebuild=True)
-    assert summary.added == 3 and summary.generation == 1
-    assert Snapshot.open(store).manifest.counts["documents"] == 3
+    assert summary.added == 3 and summary.generation == first.generation + 1
+    snapshot = Snapshot.open(store)
+    assert snapshot.manifest.counts["documents"] == 3
+    ids = [c.id for level in ("broad", "mid", "narrow") for c in snapshot.catalog.chunks_of_level(level)]
+    assert min(ids) >= first_free  # no id of the old generation names a chunk of the new one
 
 
 def test_empty_input_is_an_error_and_leaves_the_store_untouched(tmp_path):
@@ -150,3 +155,41 @@ def test_every_vector_mode_builds_normalised_vectors(tmp_path, mode):
         ids = np.array([c.id for c in snapshot.catalog.chunks_of_level(level)])
         norms = np.linalg.norm(snapshot.vectors[level].reconstruct(ids), axis=1)
         assert np.allclose(norms, 1.0, atol=1e-4)
+
+
+def test_large_levels_use_hnsw_and_updates_never_return_stale_ids(tmp_path, monkeypatch):
+    import hashlib
+
+    from granrag_mcp.store import vectors as store_vectors
+
+    monkeypatch.setattr(store_vectors, "ANN_THRESHOLD", 20)  # ~40 sentences: narrow is HNSW, broad stays flat
+    monkeypatch.setattr(store_vectors, "TOMBSTONE_LIMIT", 0.5)  # keep the tombstones of one changed document
+    docs = write_corpus(tmp_path / "docs")
+    store = tmp_path / "store"
+    index(docs, store)
+    first = Snapshot.open(store)
+    assert (first.vectors["narrow"].kind, first.vectors["broad"].kind) == ("hnsw", "flat")
+    first.close()
+    base_file = store / "gen-000001" / "narrow.faiss"
+    digest = hashlib.sha256(base_file.read_bytes()).digest()
+    stale = chunk_ids(store, "cooking.txt")
+
+    (docs / "cooking.txt").write_text("Brew espresso with finely ground coffee. Steam the milk.")
+    index(docs, store)
+    assert hashlib.sha256(base_file.read_bytes()).digest() == digest  # the base generation was only read
+    snapshot = Snapshot.open(store)
+    narrow = snapshot.vectors["narrow"]
+    live = [c.id for c in snapshot.catalog.chunks_of_level("narrow")]
+    assert narrow.kind == "hnsw" and narrow.tombstones > 0 and len(narrow) == len(live)
+    for vector in narrow.reconstruct(np.array(live)):
+        found = {chunk_id for chunk_id, _ in narrow.search(vector, 100)}
+        assert found == set(live) and not found & stale
+    snapshot.close()
+
+    (docs / "cooking.txt").unlink()
+    (docs / "notes" / "sailing.md").unlink()
+    index(docs, store, prune=True)  # one document left: below 0.9 x 20 sentences, back to exact search
+    snapshot = Snapshot.open(store)
+    assert snapshot.vectors["narrow"].kind == "flat"
+    assert len(snapshot.vectors["narrow"]) == snapshot.manifest.counts["narrow"] < 18
+    snapshot.close()

@@ -242,6 +242,18 @@ class StoreWriter:
                 if name not in keep:
                     shutil.rmtree(self.root / name, ignore_errors=True)
 
+    def numbering(self) -> tuple[int, int]:
+        """The highest generation number in the store and the first chunk id no readable manifest has used."""
+        last, first_free = 0, 1
+        for path in self.root.glob("gen-*"):
+            try:
+                last = max(last, int(path.name.removeprefix("gen-")))
+                manifest = Manifest.model_validate_json((path / MANIFEST_FILE).read_bytes())
+            except (ValueError, OSError):  # a foreign name, or a generation without a readable manifest
+                continue
+            first_free = max(first_free, manifest.next_chunk_id)
+        return last, first_free
+
     def new_folder(self, generation: int) -> Path:
         folder = self.root / f"{TMP_PREFIX}{generation:06d}-{os.getpid()}"
         folder.mkdir()
@@ -252,7 +264,7 @@ class StoreWriter:
         for path in self.root.glob(f"{TMP_PREFIX}{generation:06d}-{os.getpid()}"):
             shutil.rmtree(path, ignore_errors=True)
         final = self.root / generation_name(generation)
-        if final.exists() and current_generation(self.root) != final.name:
+        if final.exists() and readable_current_generation(self.root) != final.name:
             shutil.rmtree(final, ignore_errors=True)
 
     def publish(self, folder: Path, manifest: Manifest) -> Path:
@@ -266,6 +278,8 @@ class StoreWriter:
         fsync_tree(folder)
         final = self.root / generation_name(manifest.generation)
         if final.exists():  # a generation published but never made current (crash between renames)
+            if readable_current_generation(self.root) == final.name:
+                raise StoreCorruptError(f"refusing to replace {final.name} in {self.root}: it is the current generation")
             shutil.rmtree(final)
         os.rename(folder, final)
         fsync_dir(self.root)

@@ -2,7 +2,7 @@
 names, so it has to work on a damaged CURRENT, keep the previous generation for `recover`, and never remove the
 generation CURRENT names before the new one is current.
 
-Found while writing docs/RELIABILITY.md. A rebuild starts without a base snapshot, so indexer.index_paths numbers
+Found while writing docs/RELIABILITY.md. A rebuild used to start without a base snapshot, so indexer.index_paths numbers
 the new generation 1 and its chunk ids from 1 again:
 
 - StoreWriter.publish removes an existing `gen-000001/` before it renames the new folder into place. When that is
@@ -15,7 +15,8 @@ the new generation 1 and its chunk ids from 1 again:
 - with CURRENT damaged, `current_generation` raises before `rebuild` is looked at, so the rebuild fails with the
   error that tells the user to rebuild.
 
-The tests are strict xfails: when granrag_mcp is fixed they pass, and the marks must go.
+Fixed: a rebuild numbers its generation and chunk ids after everything on disk, skips CURRENT when it rebuilds,
+and `publish` refuses to replace the current generation.
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ import pytest
 from granrag_mcp.errors import StoreWriteError
 from granrag_mcp.store.store import CURRENT_FILE, Snapshot, read_current
 from tests.helpers import index, write_corpus
-
-REBUILD_BUG = "indexer.index_paths: --rebuild numbers the new generation and its chunk ids from 1 again"
 
 
 def three_generations(tmp_path):
@@ -53,7 +52,6 @@ def public_ids(store) -> dict[str, str]:
         snapshot.close()
 
 
-@pytest.mark.xfail(reason=REBUILD_BUG, strict=True)
 def test_a_rebuild_continues_the_numbering_and_keeps_the_previous_generation(tmp_path):
     docs, store = three_generations(tmp_path)
     before = public_ids(store)
@@ -66,7 +64,6 @@ def test_a_rebuild_continues_the_numbering_and_keeps_the_previous_generation(tmp
     assert not reused, f"ids that now name other text: {reused[:5]}"
 
 
-@pytest.mark.xfail(reason=REBUILD_BUG, strict=True)
 def test_a_failed_rebuild_of_a_store_built_once_leaves_it_intact(tmp_path, monkeypatch):
     docs = write_corpus(tmp_path / "docs")
     store = tmp_path / "store"
@@ -79,11 +76,9 @@ def test_a_failed_rebuild_of_a_store_built_once_leaves_it_intact(tmp_path, monke
         patch.setattr(os, "rename", full_disk)  # the commit's rename of the new folder fails
         with pytest.raises(StoreWriteError, match="is intact"):
             index(docs, store, rebuild=True)
-    assert Snapshot.open(store).generation == 1  # today: "gen-000001/manifest.json is missing"
+    assert Snapshot.open(store).generation == 1  # before the fix: "gen-000001/manifest.json is missing"
 
 
-@pytest.mark.xfail(reason="indexer.index_paths reads CURRENT with current_generation() before it looks at "
-                   "`rebuild`", strict=True)
 def test_a_rebuild_repairs_a_damaged_current_pointer(tmp_path):
     docs, store = three_generations(tmp_path)
     (store / CURRENT_FILE).write_bytes(b"garbage\n")
