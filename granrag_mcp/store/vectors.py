@@ -1,51 +1,261 @@
-"""One FAISS index per level: inner product on normalised vectors, keyed by stable int64 chunk ids."""
+"""One FAISS index per level: inner product on normalised vectors, keyed by stable int64 chunk ids.
+
+The kind of index follows the level's size:
+
+- below `ANN_THRESHOLD` vectors, an exact `IndexFlatIP`;
+- from `ANN_THRESHOLD` on, an `IndexHNSWFlat` graph (approximate; its recall against exact search is measured by
+  `benchmarks/bench_scale_store.py`). Its search breadth `efSearch` is set on every search, never taken from the
+  file.
+
+Both are wrapped in `IndexIDMap2`, so results and `reconstruct` speak chunk ids, and the kind is read back from
+the file itself. An HNSW graph cannot delete nodes: `remove` marks the rows of removed ids as tombstones
+(their id becomes -1 in the id map, which the file keeps) and searches skip them with an id selector. `write`
+settles the kind first: a level that reached the threshold is converted to HNSW, one that fell below
+`FLAT_BELOW` times the threshold goes back to flat (the gap keeps a level near the threshold from being rebuilt
+on every run), and a graph whose tombstones exceed `TOMBSTONE_LIMIT` of its rows is rebuilt from its live
+vectors. Every rebuild reads the vectors from the old index's own storage: nothing else keeps them.
+
+`read` memory-maps the file where FAISS supports it (`IO_FLAG_MMAP_IFC`: the flat vectors and the HNSW graph
+stay in the page cache, shared and reclaimable, instead of being copied into the process). The mapping is
+read-only and a mapped index is never changed in place: the first `add` or `remove` replaces it with a private
+copy read from the same file. Generations are immutable, so the mapped file never changes under a reader.
+"""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Literal
 
 import faiss
 import numpy as np
 
+log = logging.getLogger(__name__)
+
+Kind = Literal["flat", "hnsw"]
+
+ANN_THRESHOLD = 200_000
+"""Vectors from which a level uses HNSW instead of exact search: exact search costs 10-20 ms per query at 200k
+and 60-80 ms at 1M with one thread, HNSW 1-2 ms (benchmarks/results/scale_store.md)."""
+FLAT_BELOW = 0.9
+"""An HNSW level goes back to exact search only below this fraction of the threshold."""
+TOMBSTONE_LIMIT = 0.1
+"""An HNSW graph is rebuilt from its live vectors when more than this fraction of its rows are removed ones."""
+
+HNSW_M = 32
+"""Graph degree (64 links per node on the bottom layer): recall first; the graph adds 256 bytes per vector."""
+HNSW_EF_CONSTRUCTION = 80
+"""Breadth of the candidate list while the graph is built (FAISS's default is 40)."""
+HNSW_EF_SEARCH = 256
+"""Breadth of the candidate list per query (at least k): recall@10 0.985-0.994 at 1M vectors, p50 1-2 ms."""
+
+BUILD_BATCH = 65_536  # rows copied at a time when an index is rebuilt from another's storage
+TOMBSTONE = -1
+_MMAP_FLAG = getattr(faiss, "IO_FLAG_MMAP_IFC", 0)
+
 
 class VectorIndex:
-    def __init__(self, index: faiss.Index) -> None:
-        self._index = index
+    def __init__(
+        self,
+        index: faiss.Index,
+        *,
+        threshold: int | None = None,
+        ef_search: int | None = None,
+        path: Path | None = None,
+        mapped: bool = False,
+    ) -> None:
+        """Wrap an `IndexIDMap2` over `IndexFlatIP` or `IndexHNSWFlat`. `path` and `mapped`: where a mapped
+        index was read from, so that a change can first make a private copy."""
+        self._index = index if isinstance(index, faiss.IndexIDMap2) else faiss.downcast_index(index)
+        if not isinstance(self._index, faiss.IndexIDMap2):
+            raise TypeError(f"expected an IndexIDMap2, got {type(self._index).__name__}")
+        self._inner = faiss.downcast_index(self._index.index)
+        if isinstance(self._inner, faiss.IndexHNSWFlat):
+            self._kind: Kind = "hnsw"
+        elif isinstance(self._inner, faiss.IndexFlat):
+            self._kind = "flat"
+        else:
+            raise TypeError(f"unsupported FAISS index {type(self._inner).__name__} inside the id map")
+        self.threshold = max(1, ANN_THRESHOLD if threshold is None else int(threshold))
+        self._ef_search = HNSW_EF_SEARCH if ef_search is None else int(ef_search)
+        self._path = path
+        self._mapped = mapped
+        self._tombstones = 0
+        if self._kind == "hnsw":
+            self._inner.hnsw.efSearch = self._ef_search  # for direct FAISS use; `search` passes its own
+            self._tombstones = int(np.count_nonzero(faiss.vector_to_array(self._index.id_map) == TOMBSTONE))
+        self._live_only = faiss.IDSelectorRange(0, np.iinfo(np.int64).max)  # chunk ids are positive
+        self._params: faiss.SearchParametersHNSW | None = None
 
     @classmethod
-    def empty(cls, dimension: int) -> VectorIndex:
-        return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dimension)))
+    def empty(cls, dimension: int, *, threshold: int | None = None, ef_search: int | None = None) -> VectorIndex:
+        return cls(_flat(dimension), threshold=threshold, ef_search=ef_search)
 
     @classmethod
-    def read(cls, path: Path) -> VectorIndex:
-        """Only call on a file whose checksum was verified: FAISS does not defend against corrupt bytes."""
-        return cls(faiss.read_index(str(path)))
+    def read(
+        cls, path: Path, *, mmap: bool = True, threshold: int | None = None, ef_search: int | None = None
+    ) -> VectorIndex:
+        """Only call on a file whose checksum was verified: FAISS does not defend against corrupt bytes.
+
+        With `mmap` (and a FAISS that supports it) the vectors and the graph are mapped read-only, not copied."""
+        flags = _MMAP_FLAG if mmap else 0
+        index = faiss.read_index(str(path), flags)
+        return cls(index, threshold=threshold, ef_search=ef_search, path=Path(path), mapped=bool(flags))
 
     def write(self, path: Path) -> None:
+        """Settle the kind for the current size, then write. Never write over the file this index maps."""
+        if self._mapped and self._path is not None and Path(path).resolve() == self._path.resolve():
+            raise ValueError(f"{path} is memory-mapped by this index and cannot be overwritten")
+        self.settle()
         faiss.write_index(self._index, str(path))
+
+    @property
+    def ef_search(self) -> int:
+        """HNSW search breadth (the candidate list is never shorter than k)."""
+        return self._ef_search
+
+    @ef_search.setter
+    def ef_search(self, value: int) -> None:
+        self._ef_search = int(value)
+        self._params = None
+        if self._kind == "hnsw":
+            self._inner.hnsw.efSearch = self._ef_search
+
+    @property
+    def kind(self) -> Kind:
+        return self._kind
+
+    @property
+    def mapped(self) -> bool:
+        return self._mapped
+
+    @property
+    def tombstones(self) -> int:
+        return self._tombstones
 
     @property
     def dimension(self) -> int:
         return int(self._index.d)
 
     def __len__(self) -> int:
-        return int(self._index.ntotal)
+        return int(self._index.ntotal) - self._tombstones
+
+    def wanted_kind(self) -> Kind:
+        """The kind this index should have at its size (with the gap below the threshold for HNSW)."""
+        live = len(self)
+        if self._kind == "hnsw":
+            return "hnsw" if live >= self.threshold * FLAT_BELOW else "flat"
+        return "hnsw" if live >= self.threshold else "flat"
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        if len(ids):
-            self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64))
+        if not len(ids):
+            return
+        self._own()
+        ids = np.asarray(ids, dtype=np.int64)
+        if (ids < 0).any():
+            raise ValueError("chunk ids must not be negative")
+        # into a flat index this is a copy even past the threshold: `settle` builds the graph once, over all rows
+        self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), ids)
 
     def remove(self, ids: np.ndarray) -> int:
         if not len(ids):
             return 0
-        return int(self._index.remove_ids(np.asarray(ids, dtype=np.int64)))
+        self._own()
+        ids = np.asarray(ids, dtype=np.int64)
+        if self._kind == "flat":
+            return int(self._index.remove_ids(ids))
+        id_map = faiss.vector_to_array(self._index.id_map)
+        hit = np.isin(id_map, ids[ids >= 0])
+        removed = int(np.count_nonzero(hit))
+        if removed:
+            id_map[hit] = TOMBSTONE
+            faiss.copy_array_to_vector(id_map, self._index.id_map)
+            self._index.construct_rev_map()
+            self._tombstones += removed
+            self._params = None
+        return removed
+
+    def settle(self) -> None:
+        """Convert or compact so that the kind fits the size (see the module's doc)."""
+        wanted = self.wanted_kind()
+        if wanted != self._kind:
+            log.info("converting a %s index of %d vectors to %s", self._kind, len(self), wanted)
+            self._rebuild(wanted)
+        elif self._kind == "hnsw" and self._tombstones > TOMBSTONE_LIMIT * self._index.ntotal:
+            log.info("rebuilding an HNSW index: %d of its %d rows were removed", self._tombstones, self._index.ntotal)
+            self._rebuild("hnsw")
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         k = min(k, len(self))
         if k <= 0:
             return []
-        scores, labels = self._index.search(np.asarray(query, dtype=np.float32).reshape(1, -1), k)
-        return [(int(label), float(score)) for label, score in zip(labels[0], scores[0]) if label != -1]
+        query = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        if self._kind == "hnsw":
+            scores, labels = self._index.search(query, k, params=self._search_params(k))
+        else:
+            scores, labels = self._index.search(query, k)
+        return [(int(label), float(score)) for label, score in zip(labels[0], scores[0]) if label >= 0]
 
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
-        return np.stack([self._index.reconstruct(int(i)) for i in ids]) if len(ids) else np.zeros((0, self.dimension))
+        if not len(ids):
+            return np.zeros((0, self.dimension))
+        if any(int(i) < 0 for i in ids):
+            raise ValueError("chunk ids must not be negative")
+        return np.stack([self._index.reconstruct(int(i)) for i in ids])
+
+    # internals
+
+    def _search_params(self, k: int) -> faiss.SearchParametersHNSW:
+        if k <= self.ef_search and self._params is not None:
+            return self._params
+        params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
+        if self._tombstones:
+            params.sel = self._live_only  # the id map translates it: rows whose id is -1 are skipped
+        if k <= self.ef_search:
+            self._params = params
+        return params
+
+    def _own(self) -> None:
+        """Replace a mapped index by a private copy of the same (immutable, verified) file before changing it."""
+        if not self._mapped:
+            return
+        assert self._path is not None
+        owned = VectorIndex.read(self._path, mmap=False, threshold=self.threshold, ef_search=self.ef_search)
+        self.__dict__.update(owned.__dict__)
+
+    def _rebuild(self, kind: Kind) -> None:
+        """A new index of `kind` over the live rows, copied in batches from this index's own storage (which may
+        be mapped: it is only read)."""
+        rows = int(self._index.ntotal)
+        storage = self._inner if self._kind == "flat" else faiss.downcast_index(self._inner.storage)
+        data = (
+            faiss.rev_swig_ptr(storage.get_xb(), rows * self.dimension).reshape(rows, self.dimension)
+            if rows
+            else np.zeros((0, self.dimension), dtype=np.float32)
+        )
+        id_map = faiss.vector_to_array(self._index.id_map)
+        live = np.flatnonzero(id_map != TOMBSTONE)
+        fresh = _flat(self.dimension) if kind == "flat" else _hnsw(self.dimension)
+        for begin in range(0, len(live), BUILD_BATCH):
+            chosen = live[begin : begin + BUILD_BATCH]
+            fresh.add_with_ids(np.ascontiguousarray(data[chosen]), id_map[chosen])
+        del data
+        self.__dict__.update(VectorIndex(fresh, threshold=self.threshold, ef_search=self.ef_search).__dict__)
+
+
+def _flat(dimension: int) -> faiss.IndexIDMap2:
+    return _id_map(faiss.IndexFlatIP(dimension))
+
+
+def _hnsw(dimension: int) -> faiss.IndexIDMap2:
+    inner = faiss.IndexHNSWFlat(dimension, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    return _id_map(inner)
+
+
+def _id_map(inner: faiss.Index) -> faiss.IndexIDMap2:
+    """The id map owns the inner index (as one read from a file does), so no Python reference must keep it alive."""
+    index = faiss.IndexIDMap2(inner)
+    inner.this.disown()
+    index.own_fields = True
+    return index

@@ -1,6 +1,13 @@
+import hashlib
+import sys
+from pathlib import Path
+
+import faiss
 import numpy as np
+import pytest
 
 from granrag_mcp.embedding import normalise
+from granrag_mcp.store import vectors as vectors_module
 from granrag_mcp.store.vectors import VectorIndex
 
 
@@ -39,3 +46,171 @@ def test_remove_then_add_keeps_other_ids_and_round_trips(tmp_path):
     assert loaded.search(vectors[4], 1)[0][0] == 5
     assert {i for i, _ in loaded.search(vectors[0], 10)} == {1, 3, 5, 6, 42}
     assert np.allclose(loaded.reconstruct(np.array([6])), vectors[5:6], atol=1e-6)
+
+
+# the kind follows the size: flat below the threshold, HNSW from it on (threshold 50 here)
+
+THRESHOLD = 50
+IDS = np.arange(1, 201) * 7 + 1000  # sparse int64 ids, like chunk ids
+
+
+def grown(n, threshold=THRESHOLD, d=16):
+    index = VectorIndex.empty(d, threshold=threshold)
+    index.add(IDS[:n], random_vectors(n, d))
+    index.settle()
+    return index
+
+
+def ids_of(hits):
+    return [chunk_id for chunk_id, _ in hits]
+
+
+def file_digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_kind_is_chosen_by_size_and_survives_the_file(tmp_path):
+    assert grown(THRESHOLD - 1).kind == "flat"
+    index = grown(THRESHOLD)
+    assert index.kind == "hnsw" and len(index) == THRESHOLD
+    index.write(tmp_path / "v.faiss")
+    assert VectorIndex.read(tmp_path / "v.faiss", threshold=THRESHOLD).kind == "hnsw"
+
+
+def test_the_module_threshold_is_the_default(monkeypatch):
+    monkeypatch.setattr(vectors_module, "ANN_THRESHOLD", 10)
+    index = VectorIndex.empty(16)
+    index.add(IDS[:10], random_vectors(10))
+    index.settle()
+    assert index.kind == "hnsw"
+
+
+def test_adding_past_the_threshold_converts_once_when_settled(tmp_path):
+    index = grown(40)
+    index.add(IDS[40:60], random_vectors(60)[40:])
+    assert index.kind == "flat"  # adding is cheap; write settles
+    index.write(tmp_path / "v.faiss")
+    assert index.kind == "hnsw" and len(index) == 60
+
+
+def test_hnsw_keeps_chunk_ids_and_reconstructs_by_id():
+    index = grown(120)
+    vectors = random_vectors(120)
+    assert index.kind == "hnsw"
+    for row in (0, 57, 119):
+        assert index.search(vectors[row], 1)[0][0] == IDS[row]
+    assert set(ids_of(index.search(vectors[3], 500))) == set(IDS[:120].tolist())  # k above efSearch and size
+    assert np.allclose(index.reconstruct(IDS[[5, 80]]), vectors[[5, 80]], atol=1e-6)
+    assert index.reconstruct(np.array([], dtype=np.int64)).shape == (0, 16)
+
+
+def test_removed_ids_are_never_returned_before_or_after_a_round_trip(tmp_path):
+    index = grown(120)
+    vectors = random_vectors(120)
+    gone = IDS[10:15]
+    assert index.remove(np.concatenate([gone, [999_999]])) == 5  # an unknown id is ignored
+    assert index.kind == "hnsw" and index.tombstones == 5 and len(index) == 115
+    for row in range(10, 15):
+        assert not set(ids_of(index.search(vectors[row], 115))) & set(gone.tolist())
+    with pytest.raises(RuntimeError):
+        index.reconstruct(gone[:1])
+    index.write(tmp_path / "v.faiss")
+    loaded = VectorIndex.read(tmp_path / "v.faiss", threshold=THRESHOLD)
+    assert loaded.tombstones == 5 and len(loaded) == 115
+    hits = ids_of(loaded.search(vectors[12], 200))
+    assert len(hits) == 115 and not set(hits) & set(gone.tolist())
+    assert loaded.search(vectors[20], 1)[0][0] == IDS[20]
+
+
+def test_many_removals_rebuild_the_graph_from_its_live_vectors(tmp_path):
+    index = grown(120)
+    vectors = random_vectors(120)
+    index.remove(IDS[:20])  # 1/6 of the rows: more than TOMBSTONE_LIMIT
+    index.write(tmp_path / "v.faiss")
+    assert index.kind == "hnsw" and index.tombstones == 0 and len(index) == 100
+    assert np.allclose(index.reconstruct(IDS[[20, 119]]), vectors[[20, 119]], atol=1e-6)
+    assert set(ids_of(index.search(vectors[0], 200))) == set(IDS[20:120].tolist())
+
+
+def test_shrinking_goes_back_to_flat_only_below_the_gap(tmp_path):
+    index = grown(60)
+    vectors = random_vectors(60)
+    index.remove(IDS[:14])  # 46 left: below the threshold, above 0.9 x 50
+    index.settle()
+    assert index.kind == "hnsw" and len(index) == 46
+    index.remove(IDS[14:20])  # 40 left
+    index.write(tmp_path / "v.faiss")
+    assert index.kind == "flat" and len(index) == 40 and index.tombstones == 0
+    loaded = VectorIndex.read(tmp_path / "v.faiss", threshold=THRESHOLD)
+    assert loaded.kind == "flat"
+    assert set(ids_of(loaded.search(vectors[0], 100))) == set(IDS[20:60].tolist())
+    assert np.allclose(loaded.reconstruct(IDS[[20, 59]]), vectors[[20, 59]], atol=1e-6)
+    loaded.add(IDS[60:75], random_vectors(75)[60:])  # and up again
+    loaded.write(tmp_path / "w.faiss")
+    assert loaded.kind == "hnsw" and len(loaded) == 55
+
+
+@pytest.mark.parametrize("n", [30, 120])  # flat and HNSW
+def test_read_maps_the_file_and_changes_never_touch_it(tmp_path, n):
+    path = tmp_path / "v.faiss"
+    grown(n).write(path)
+    digest = file_digest(path)
+    vectors = random_vectors(n)
+    loaded = VectorIndex.read(path, threshold=THRESHOLD)
+    if not getattr(faiss, "IO_FLAG_MMAP_IFC", 0):
+        pytest.skip("this FAISS cannot memory-map an index")
+    assert loaded.mapped
+    if sys.platform.startswith("linux"):
+        assert str(path) in Path("/proc/self/maps").read_text()
+    assert loaded.search(vectors[7], 1)[0][0] == IDS[7]
+    with pytest.raises(ValueError):
+        loaded.write(path)  # never over the file it maps
+    loaded.remove(IDS[:3])
+    loaded.add(IDS[150:152], random_vectors(2, seed=5))
+    assert not loaded.mapped and len(loaded) == n - 1
+    loaded.write(tmp_path / "next.faiss")
+    assert file_digest(path) == digest
+    assert len(VectorIndex.read(path, threshold=THRESHOLD)) == n
+    again = VectorIndex.read(tmp_path / "next.faiss", threshold=THRESHOLD)
+    assert len(again) == n - 1 and not set(ids_of(again.search(vectors[1], 200))) & set(IDS[:3].tolist())
+
+
+def test_read_without_mmap_is_a_private_copy(tmp_path):
+    grown(80).write(tmp_path / "v.faiss")
+    loaded = VectorIndex.read(tmp_path / "v.faiss", mmap=False, threshold=THRESHOLD)
+    assert not loaded.mapped and loaded.kind == "hnsw" and len(loaded) == 80
+
+
+def test_hnsw_recall_against_exact_search():
+    d, n, k = 32, 3000, 10
+    rng = np.random.default_rng(1)
+    centres = normalise(rng.normal(size=(60, d)))
+    data = normalise(centres[rng.integers(0, 60, n)] + 0.6 * rng.normal(size=(n, d)) / np.sqrt(d))
+    queries = normalise(centres[rng.integers(0, 60, 100)] + 0.6 * rng.normal(size=(100, d)) / np.sqrt(d))
+    ids = np.arange(n) * 5 + 11
+    approximate = VectorIndex.empty(d, threshold=1000)
+    approximate.add(ids, data)
+    approximate.settle()
+    exact = VectorIndex.empty(d, threshold=n + 1)
+    exact.add(ids, data)
+    assert (approximate.kind, exact.kind) == ("hnsw", "flat")
+    hits = sum(len(set(ids_of(approximate.search(q, k))) & set(ids_of(exact.search(q, k)))) for q in queries)
+    assert hits / (len(queries) * k) >= 0.95
+
+
+def test_negative_ids_are_refused():
+    index = VectorIndex.empty(16)
+    with pytest.raises(ValueError):
+        index.add(np.array([-5]), random_vectors(1))
+    with pytest.raises(ValueError):
+        index.reconstruct(np.array([-1]))
+
+
+def test_removing_every_vector_of_a_graph_leaves_an_empty_flat_index(tmp_path):
+    index = grown(60)
+    assert index.remove(IDS[:60]) == 60
+    assert index.search(random_vectors(1)[0], 5) == []
+    index.write(tmp_path / "v.faiss")
+    loaded = VectorIndex.read(tmp_path / "v.faiss", threshold=THRESHOLD)
+    assert (loaded.kind, len(loaded)) == ("flat", 0)
+    assert loaded.search(random_vectors(1)[0], 5) == []
