@@ -217,15 +217,21 @@ class StoreWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         if self._lock is not None:
+            (self.root / HOLDER_FILE).unlink(missing_ok=True)  # before the release: no record outlives its holder
             self._lock.release()
             self._lock = None
 
-    def _holder(self) -> str:
-        try:
-            holder = json.loads((self.root / HOLDER_FILE).read_text())
-            return f"process {holder['pid']} on {holder['host']} (`granrag-mcp {holder['command']}` since {holder['since']})"
-        except (OSError, ValueError, KeyError):
-            return "another process"
+    def _holder(self, attempts: int = 5) -> str:
+        """Who holds the lock; the holder writes its record just after taking the lock, so wait a moment for it."""
+        for attempt in range(attempts):
+            try:
+                holder = json.loads((self.root / HOLDER_FILE).read_text())
+                return (f"process {holder['pid']} on {holder['host']} (`granrag-mcp {holder['command']}` since "
+                        f"{holder['since']})")
+            except (OSError, ValueError, KeyError):
+                if attempt + 1 < attempts:
+                    time.sleep(0.1)
+        return "another process"
 
     def clean_leftovers(self) -> None:
         """Remove half-built generations and generations older than the fallback. Only the lock holder calls this."""

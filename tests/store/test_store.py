@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -157,3 +158,21 @@ def test_holder_file_is_json_with_pid(store):
     with StoreWriter(store, command="index x"):
         holder = json.loads((store / "writer.holder.json").read_text())
         assert holder["pid"] == os.getpid() and holder["command"] == "index x"
+    assert not (store / "writer.holder.json").exists()  # a record never outlives its holder
+
+
+def test_a_waiting_writer_reads_a_holder_record_written_a_moment_late(store, monkeypatch):
+    writer = StoreWriter(store)
+    reads = []
+    real_read = Path.read_text
+
+    def late_record(path, *args, **kwargs):
+        reads.append(path.name)
+        if len(reads) < 3:  # the holder has the lock but has not written its record yet
+            raise FileNotFoundError(path)
+        return json.dumps({"pid": 4242, "host": "box", "command": "index", "since": "now"})
+
+    monkeypatch.setattr(Path, "read_text", late_record)
+    assert writer._holder().startswith("process 4242 on box")
+    monkeypatch.setattr(Path, "read_text", real_read)
+    assert StoreWriter(store)._holder(attempts=2) == "another process"
