@@ -14,7 +14,9 @@ from pathlib import Path
 
 from granrag_mcp.evaluation.qa import load_squad, write_corpus
 
-DEFAULT_SQUAD = Path(os.environ.get("GRANRAG_BENCH_SQUAD", "/work/shared/datasets/squad-v1.1-dev-a.json"))
+_BESIDE = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "squad-v1.1-dev-a.json"
+DEFAULT_SQUAD = Path(os.environ.get("GRANRAG_BENCH_SQUAD") or (_BESIDE if _BESIDE.exists() else
+                                                              "/work/shared/datasets/squad-v1.1-dev-a.json"))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,12 @@ TOPICS = {
 }
 
 
+def shared_file(relative: str) -> Path:
+    """A file of the workplace's shared data: `../shared/` beside the project root (where CI has it), else /work/shared."""
+    beside = Path(__file__).resolve().parent.parent.parent / "shared" / relative
+    return beside if beside.exists() else Path("/work/shared") / relative
+
+
 def write_corpus(folder: Path, docs: dict[str, str] = TOPICS, repeat: int = 3) -> Path:
     for name, text in docs.items():
         path = folder / name

@@ -16,8 +16,9 @@ from granrag_mcp.errors import GranragError, StoreMismatchError  # noqa: E402
 from granrag_mcp.evaluation.command import add_eval_parser, cmd_eval  # noqa: E402
 from granrag_mcp.evaluation.qa import load_squad  # noqa: E402
 from granrag_mcp.evaluation.strategies import STRATEGIES  # noqa: E402
+from tests.helpers import shared_file
 
-SQUAD = Path("/work/shared/datasets/squad-v1.1-dev-a.json")
+SQUAD = shared_file("datasets/squad-v1.1-dev-a.json")
 pytestmark = pytest.mark.skipif(not SQUAD.exists(), reason=f"shared dataset {SQUAD} not available")
 
 METRICS = ["HR@1", "HR@3", "HR@5", "HR@10", "MRR@1", "MRR@3", "MRR@5", "MRR@10"]

@@ -19,8 +19,9 @@ from granrag_mcp.evaluation.qa import (
     write_corpus,
 )
 from granrag_mcp.ingest import SourceFile, extract_text
+from tests.helpers import shared_file
 
-SQUAD = Path("/work/shared/datasets/squad-v1.1-dev-a.json")
+SQUAD = shared_file("datasets/squad-v1.1-dev-a.json")
 needs_squad = pytest.mark.skipif(not SQUAD.exists(), reason=f"shared dataset {SQUAD} not available")
 
 
