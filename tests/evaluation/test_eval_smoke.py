@@ -16,7 +16,7 @@ from granrag_mcp.errors import GranragError, StoreMismatchError  # noqa: E402
 from granrag_mcp.evaluation.command import add_eval_parser, cmd_eval  # noqa: E402
 from granrag_mcp.evaluation.qa import load_squad  # noqa: E402
 from granrag_mcp.evaluation.strategies import STRATEGIES  # noqa: E402
-from tests.helpers import shared_file
+from tests.helpers import shared_file  # noqa: E402
 
 SQUAD = shared_file("datasets/squad-v1.1-dev-a.json")
 pytestmark = pytest.mark.skipif(not SQUAD.exists(), reason=f"shared dataset {SQUAD} not available")
