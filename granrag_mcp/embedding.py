@@ -112,8 +112,9 @@ class SentenceTransformerEmbedder:
     """Any sentence-transformers model, by name (from the local cache) or local path.
 
     With precision bf16 the matrix products run in bfloat16 (autocast); on CPUs with AVX512-BF16 that embeds
-    about twice as fast, and the vectors stay within cosine 0.9999 of fp32 (benchmarks: BENCHMARKS.md), so a
-    store built in one precision is searched correctly in the other.
+    2-3x faster, and the vectors stay within cosine 0.9999 of fp32 (BENCHMARKS.md), so a store built in one
+    precision is searched correctly in the other. Batches of more than one text run `workers` at a time, each
+    on one torch thread.
     """
 
     def __init__(
