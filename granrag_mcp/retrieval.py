@@ -231,7 +231,8 @@ class View:
         if LEVELS.index(source_level) > LEVELS.index(level):  # finer than the target: climb
             ancestors = self.ancestors(chunks, level)
             return [(ancestors[chunk_id], score) for chunk_id, score in scored if chunk_id in ancestors]
-        return [(self.best_descendant(chunk_id, level, vector, evidence or {}), score) for chunk_id, score in scored]
+        chosen = self.best_descendants([chunk_id for chunk_id, _ in scored], level, vector, evidence, source_level)
+        return [(chosen[chunk_id], score) for chunk_id, score in scored if chunk_id in chosen]
 
     def ancestors(self, chunks: Mapping[int, Chunk], level: Level) -> dict[int, int]:
         """For chunks of one level, the id of each one's ancestor at the coarser `level`."""
@@ -244,16 +245,38 @@ class View:
     def best_descendant(
         self, chunk_id: int, level: Level, vector: np.ndarray, evidence: Mapping[int, int] | None = None
     ) -> int:
-        current, ids = self._catalog.chunks([chunk_id])[chunk_id].level, [chunk_id]
+        return self.best_descendants([chunk_id], level, vector, evidence)[chunk_id]
+
+    def best_descendants(
+        self,
+        chunk_ids: Sequence[int],
+        level: Level,
+        vector: np.ndarray,
+        evidence: Mapping[int, int] | None = None,
+        source_level: Level | None = None,
+    ) -> dict[int, int]:
+        """For chunks of one level coarser than `level`, the descendant at `level` each one stands for: the one
+        ranked best in `evidence` (chunk id -> rank), else the one whose vector is closest. One catalog query per
+        level crossed, for all the chunks together."""
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique:
+            return {}
+        current = source_level or self._catalog.chunks(unique[:1])[unique[0]].level
+        members = {chunk_id: [chunk_id] for chunk_id in unique}
         while current != level:
-            ids = [c for children in self._catalog.children(ids).values() for c in children]
+            children = self._catalog.children([i for ids in members.values() for i in ids])
+            members = {chunk_id: [c for i in ids for c in children[i]] for chunk_id, ids in members.items()}
             current = CHILD_LEVEL[current]  # type: ignore[assignment]
-        ranked = [i for i in ids if evidence and i in evidence]
-        if ranked:
-            return min(ranked, key=evidence.__getitem__)  # type: ignore[union-attr]
-        candidates = np.asarray(ids, dtype=np.int64)
-        scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
-        return int(candidates[int(np.argmax(scores))])
+        chosen = {}
+        for chunk_id, ids in members.items():
+            ranked = [i for i in ids if evidence and i in evidence]
+            if ranked:
+                chosen[chunk_id] = min(ranked, key=evidence.__getitem__)  # type: ignore[union-attr]
+            elif ids:
+                candidates = np.asarray(ids, dtype=np.int64)
+                scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
+                chosen[chunk_id] = int(candidates[int(np.argmax(scores))])
+        return chosen
 
     # --- context -----------------------------------------------------------------------------------------------
 
