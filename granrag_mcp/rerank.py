@@ -175,7 +175,7 @@ class EmbeddingReranker:
         for windows in windows_per_passage:
             passage_similarities = similarities[begin : begin + len(windows)]
             begin += len(windows)
-            scores.append(self._combine(passage_similarities))
+            scores.append(window_score(passage_similarities, self._mean_weight))
         return scores
 
     def _vectors(self, query: str, windows: Sequence[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -203,10 +203,10 @@ class EmbeddingReranker:
             spans = [(halves[i][0], halves[i + 1][1]) for i in range(len(halves) - 1)]
         return [passage[start:end] for start, end in spans]
 
-    def _combine(self, similarities: np.ndarray) -> float:
-        best = float(similarities.max())
-        mean = float(similarities.mean())
-        return (best + self._mean_weight * mean) / (1.0 + self._mean_weight)
+
+def window_score(similarities: np.ndarray, mean_weight: float) -> float:
+    """The fallback rerankers' score of a passage from its windows' similarities: (best + w * mean) / (1 + w)."""
+    return (float(similarities.max()) + mean_weight * float(similarities.mean())) / (1.0 + mean_weight)
 
 
 def sentence_windows(token_counts: np.ndarray, window_tokens: int) -> list[tuple[int, int]]:
@@ -264,9 +264,7 @@ class SentenceWindowReranker:
             runs = np.array(sentence_windows(weights, self._window_tokens))
             windows = sums[runs[:, 1]] - sums[runs[:, 0]]
             windows /= np.maximum(np.linalg.norm(windows, axis=1, keepdims=True), 1e-12)
-            similarities = windows @ np.asarray(query_vector, dtype=np.float32)
-            best, mean = float(similarities.max()), float(similarities.mean())
-            scores.append((best + self._mean_weight * mean) / (1.0 + self._mean_weight))
+            scores.append(window_score(windows @ np.asarray(query_vector, dtype=np.float32), self._mean_weight))
         return scores
 
 

@@ -242,6 +242,20 @@ class View:
             current = {orig: parents[c.parent_id] for orig, c in current.items()}
         return {orig: c.id for orig, c in current.items()}
 
+    def descendants(self, chunk_ids: Sequence[int], levels: Sequence[Level], level: Level) -> list[list[int]]:
+        """For each chunk (of the given level, at or above `level`), its descendants at `level` in document order;
+        one catalog query per level crossed, for all the chunks together."""
+        members = [[chunk_id] for chunk_id in chunk_ids]
+        current = list(levels)
+        for above in LEVELS[: LEVELS.index(level)]:
+            at_level = [n for n, lvl in enumerate(current) if lvl == above]
+            if at_level:
+                children = self._catalog.children([i for n in at_level for i in members[n]])
+                for n in at_level:
+                    members[n] = [child for i in members[n] for child in children[i]]
+                    current[n] = CHILD_LEVEL[above]  # type: ignore[assignment]
+        return members
+
     def best_descendant(
         self, chunk_id: int, level: Level, vector: np.ndarray, evidence: Mapping[int, int] | None = None
     ) -> int:
@@ -261,14 +275,10 @@ class View:
         unique = list(dict.fromkeys(chunk_ids))
         if not unique:
             return {}
-        current = source_level or self._catalog.chunks(unique[:1])[unique[0]].level
-        members = {chunk_id: [chunk_id] for chunk_id in unique}
-        while current != level:
-            children = self._catalog.children([i for ids in members.values() for i in ids])
-            members = {chunk_id: [c for i in ids for c in children[i]] for chunk_id, ids in members.items()}
-            current = CHILD_LEVEL[current]  # type: ignore[assignment]
+        source = source_level or self._catalog.chunks(unique[:1])[unique[0]].level
+        members = self.descendants(unique, [source] * len(unique), level)
         chosen = {}
-        for chunk_id, ids in members.items():
+        for chunk_id, ids in zip(unique, members):
             ranked = [i for i in ids if evidence and i in evidence]
             if ranked:
                 chosen[chunk_id] = min(ranked, key=evidence.__getitem__)  # type: ignore[union-attr]
@@ -336,15 +346,7 @@ class View:
 
     def sentence_vectors(self, chunks: Sequence[Chunk]) -> list[tuple[np.ndarray, np.ndarray]]:
         """The stored vectors and token counts of each chunk's sentences (narrow chunks), in document order."""
-        members = [[c.id] for c in chunks]
-        levels: list[Level] = [c.level for c in chunks]
-        for level in ("broad", "mid"):
-            at_level = [n for n, lvl in enumerate(levels) if lvl == level]
-            if at_level:
-                children = self._catalog.children([i for n in at_level for i in members[n]])
-                for n in at_level:
-                    members[n] = [child for i in members[n] for child in children[i]]
-                    levels[n] = CHILD_LEVEL[level]  # type: ignore[assignment]
+        members = self.descendants([c.id for c in chunks], [c.level for c in chunks], "narrow")
         every = list(dict.fromkeys(i for ids in members for i in ids))
         sentences = self._catalog.chunks(every)
         vectors = dict(zip(every, self.snapshot.vectors["narrow"].reconstruct(np.array(every, dtype=np.int64))))
