@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from granrag_mcp.chunk import LEVELS, Chunk
 from granrag_mcp.chunking import ChunkSettings
 from granrag_mcp.indexer import IndexSummary, index_paths
+from granrag_mcp.store.store import Snapshot
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
 
@@ -19,6 +21,15 @@ TOPICS = {
     "notes/sailing.md": "The sailboat tacked against the wind. Sailors trimmed the mainsail at dawn. "
     "A storm pushed the yacht toward the harbour. The anchor held in the sandy bay.",
 }
+
+
+def current_chunks(store: Path) -> dict[str, Chunk]:
+    """Public id -> chunk, for every chunk of the store's current generation."""
+    snapshot = Snapshot.open(store)
+    try:
+        return {c.public_id: c for level in LEVELS for c in snapshot.catalog.chunks_of_level(level)}
+    finally:
+        snapshot.close()
 
 
 def shared_file(relative: str) -> Path:

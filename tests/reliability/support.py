@@ -29,6 +29,7 @@ from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import CATALOG_FILE, Snapshot, read_current
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
+from tests.helpers import current_chunks
 from tests.test_server import SMALL_CHUNKS, write_corpus
 from tests.test_server_stdio import granrag_command, server_env
 
@@ -81,12 +82,7 @@ def chunk_ids_of(store: Path, doc_ids: set[str]) -> list[str]:
 
 def all_chunk_ids(store: Path) -> dict[str, str]:
     """Public id -> doc_id of every chunk in the current generation."""
-    snapshot = Snapshot.open(store)
-    try:
-        return {c.public_id: c.doc_id for level in ("broad", "mid", "narrow")
-                for c in snapshot.catalog.chunks_of_level(level)}
-    finally:
-        snapshot.close()
+    return {public_id: chunk.doc_id for public_id, chunk in current_chunks(store).items()}
 
 
 def current_manifest(store: Path) -> dict[str, Any]:
@@ -99,6 +95,13 @@ def copy_store(source: Path, target: Path) -> Path:
     """A private copy of a store (tests that write to a store must not share it)."""
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("writer.lock", "writer.holder.json"))
     return target
+
+
+def working_copy(settings: Settings, corpus: Path, tmp_path: Path) -> tuple[Settings, Path]:
+    """Settings for a private copy of a store, and a private copy of its corpus, under `tmp_path`."""
+    private = settings.model_copy(update={"store": copy_store(settings.store, tmp_path / "store")})
+    shutil.copytree(corpus, tmp_path / "corpus")
+    return private, tmp_path / "corpus"
 
 
 def write_small_corpus(folder: Path) -> Path:

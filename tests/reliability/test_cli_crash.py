@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import time
@@ -32,11 +31,11 @@ from granrag_mcp.store.store import Snapshot, read_current
 from tests.reliability.conftest import RealStore
 from tests.reliability.support import (
     cli_env,
-    copy_store,
     current_manifest,
     record,
     run_cli,
     status_agrees_with_manifest,
+    working_copy,
 )
 from tests.test_server_stdio import granrag_command
 
@@ -187,10 +186,7 @@ def check_after_kill(settings, generations: set[int], search: bool) -> int:
 
 def run_trials(real_store: RealStore, tmp_path: Path, trials: int, seed: int, search_every: int) -> dict:
     rng = random.Random(seed)
-    settings = real_store.settings.model_copy(update={"store": copy_store(real_store.settings.store,
-                                                                          tmp_path / "store")})
-    corpus = tmp_path / "corpus"
-    shutil.copytree(real_store.corpus, corpus)
+    settings, corpus = working_copy(real_store.settings, real_store.corpus, tmp_path)
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(HOOK, encoding="utf-8")

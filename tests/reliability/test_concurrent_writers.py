@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -18,14 +17,11 @@ import pytest
 
 from granrag_mcp.store.store import HOLDER_FILE, Snapshot
 from tests.reliability.conftest import RealStore
-from tests.reliability.support import copy_store, record, run_cli, spawn_cli, status_agrees_with_manifest
+from tests.reliability.support import record, run_cli, spawn_cli, status_agrees_with_manifest, working_copy
 
 
 def setup(real_store: RealStore, tmp_path: Path):
-    settings = real_store.settings.model_copy(update={"store": copy_store(real_store.settings.store,
-                                                                          tmp_path / "store")})
-    corpus = tmp_path / "corpus"
-    shutil.copytree(real_store.corpus, corpus)
+    settings, corpus = working_copy(real_store.settings, real_store.corpus, tmp_path)
     extra = tmp_path / "extra"
     extra.mkdir()
     return settings, corpus, extra

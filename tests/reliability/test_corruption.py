@@ -197,13 +197,18 @@ def test_the_real_cli_prints_one_line_and_exits_1(store: Path, victim: str, kind
     assert run_cli(settings, "status", "--store", str(store), "--json", timeout=60).code == 0
 
 
-def test_the_server_keeps_serving_when_a_damaged_generation_is_published(store: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A new generation that fails its checks is not loaded; the server answers from the one it has."""
+def server_over_fakes(store: Path):
+    """Settings, the fake embedder and a server over them, for tests that index while the server runs."""
     settings = fake_settings(store)
     embedder = FakeEmbedder(dimension=64)
     engine = Engine(settings, embedder=embedder, reranker=EmbeddingReranker(embedder))
-    server = build_server(settings, engine_factory=lambda _: engine)
+    return settings, embedder, build_server(settings, engine_factory=lambda _: engine)
+
+
+def test_the_server_keeps_serving_when_a_damaged_generation_is_published(store: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new generation that fails its checks is not loaded; the server answers from the one it has."""
+    settings, embedder, server = server_over_fakes(store)
     corpus = store.parent / "corpus"
 
     async def scenario(client: Client) -> list:
@@ -227,10 +232,7 @@ def test_a_generation_without_its_manifest_or_folder_is_not_loaded(store: Path) 
 
     Before the fix in store.py (load_manifest) the missing manifest escaped as a raw FileNotFoundError; now it is a
     StoreCorruptError, which store/live.py logs while it keeps the generation it has."""
-    settings = fake_settings(store)
-    embedder = FakeEmbedder(dimension=64)
-    engine = Engine(settings, embedder=embedder, reranker=EmbeddingReranker(embedder))
-    server = build_server(settings, engine_factory=lambda _: engine)
+    settings, embedder, server = server_over_fakes(store)
     corpus = store.parent / "corpus"
 
     async def scenario(client: Client) -> list:

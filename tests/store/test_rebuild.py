@@ -28,7 +28,7 @@ import pytest
 
 from granrag_mcp.errors import StoreWriteError
 from granrag_mcp.store.store import CURRENT_FILE, Snapshot, read_current
-from tests.helpers import index, write_corpus
+from tests.helpers import current_chunks, index, write_corpus
 
 
 def three_generations(tmp_path):
@@ -44,12 +44,7 @@ def three_generations(tmp_path):
 
 
 def public_ids(store) -> dict[str, str]:
-    snapshot = Snapshot.open(store)
-    try:
-        return {c.public_id: c.text for level in ("broad", "mid", "narrow")
-                for c in snapshot.catalog.chunks_of_level(level)}
-    finally:
-        snapshot.close()
+    return {public_id: chunk.text for public_id, chunk in current_chunks(store).items()}
 
 
 def test_a_rebuild_continues_the_numbering_and_keeps_the_previous_generation(tmp_path):
