@@ -127,11 +127,8 @@ class SentenceTransformerEmbedder:
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
-        from transformers.utils import logging as hf_logging
 
         from granrag_mcp.encoders import load_encoder
-
-        hf_logging.disable_progress_bar()  # its bars would clutter stderr on every start
 
         location = resolve_model_location(model)
         try:
@@ -160,7 +157,6 @@ class SentenceTransformerEmbedder:
             # Batches run side by side, one per core, each on one thread: on a busy machine a torch thread pool
             # that waits for its second thread is 2-3x slower than one thread (BENCHMARKS.md, "threads").
             torch.set_num_threads(1)
-        self._tokenizer = self._encoder.tokenizer
         self._tokenizer_lock = threading.Lock()  # a Hugging Face fast tokenizer must not be used by two threads
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
@@ -184,7 +180,7 @@ class SentenceTransformerEmbedder:
         # pads little, `workers` batches at a time; the rows are put back in the caller's order afterwards.
         distinct = list(dict.fromkeys(texts))
         with self._tokenizer_lock:
-            lengths = [min(len(ids), self.max_tokens) for ids in self._tokenizer(distinct, verbose=False)["input_ids"]]
+            lengths = self._encoder.token_lengths(distinct)
         batches = plan_batches(lengths, self.batch_size)
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
         done = 0
@@ -212,8 +208,7 @@ class SentenceTransformerEmbedder:
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         limit = max(8, (max_tokens or self.max_tokens) - 2)  # room for [CLS] and [SEP]
         with self._tokenizer_lock:
-            encoded = self._tokenizer(text, return_offsets_mapping=True, add_special_tokens=False, verbose=False)
-        offsets = encoded["offset_mapping"]
+            offsets = self._encoder.token_offsets(text)
         if not offsets:
             return [(0, len(text))] if text.strip() else []
         spans = []

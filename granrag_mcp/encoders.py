@@ -1,9 +1,10 @@
-"""Running a sentence-embedding model: plain transformers for the common layout, sentence-transformers otherwise.
+"""Running a sentence-embedding model: the lightest runner that gives the same vectors.
 
 Most sentence-transformers models (all-MiniLM-L6-v2 among them) are a transformer followed by mean pooling and
-normalisation. For a local folder with exactly that layout the model runs on `transformers` alone: importing
-sentence-transformers (and the scikit-learn it pulls in) is about a quarter of the server's time to its first
-search. Any other model goes through sentence-transformers. Both give the same vectors.
+normalisation. For a local folder with exactly that layout the model runs without sentence-transformers (whose
+import, with the scikit-learn it pulls in, was about a quarter of the server's time to its first search): on
+torch alone when the transformer is a BERT checkpoint `bert.py` can read, else on `transformers`. Any other
+model goes through sentence-transformers. All give the same vectors.
 """
 
 from __future__ import annotations
@@ -31,6 +32,34 @@ class Encoder(Protocol):
         """One (not yet normalised) vector per text, as a torch tensor; run under torch.inference_mode."""
         ...
 
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        """How many tokens each text gives the model, special tokens included, after truncation."""
+        ...
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        """The character span of each of the text's tokens (no special tokens, no truncation)."""
+        ...
+
+
+class _HuggingFaceTokens:
+    """token_lengths and token_offsets for an encoder whose `tokenizer` is a transformers fast tokenizer."""
+
+    tokenizer: Any
+    max_tokens: int
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        return [min(len(ids), self.max_tokens) for ids in self.tokenizer(texts, verbose=False)["input_ids"]]
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        encoded = self.tokenizer(text, return_offsets_mapping=True, add_special_tokens=False, verbose=False)
+        return [tuple(offset) for offset in encoded["offset_mapping"]]
+
+
+def _quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # its bars would clutter stderr on every start
+
 
 def _read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
@@ -53,12 +82,14 @@ def mean_pooling_settings(folder: Path) -> dict[str, Any] | None:
     return {"max_tokens": int(config["max_seq_length"]), "lower_case": bool(config.get("do_lower_case", False))}
 
 
-class MeanPoolingEncoder:
+class MeanPoolingEncoder(_HuggingFaceTokens):
     """A transformer's token vectors averaged over the attention mask, as sentence-transformers' Pooling does."""
 
     def __init__(self, folder: Path, max_tokens: int, lower_case: bool, device: str = "cpu") -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
+
+        _quiet_transformers()
 
         self._torch = torch
         self.module = AutoModel.from_pretrained(str(folder), local_files_only=True).to(device).eval()
@@ -82,12 +113,14 @@ class MeanPoolingEncoder:
         return (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
 
 
-class SentenceTransformersEncoder:
+class SentenceTransformersEncoder(_HuggingFaceTokens):
     """Any model sentence-transformers can load (from a local path or the local Hugging Face cache)."""
 
     def __init__(self, location: str, device: str = "cpu") -> None:
         import torch
         from sentence_transformers import SentenceTransformer
+
+        _quiet_transformers()
 
         self._torch = torch
         self.module = SentenceTransformer(location, device=device, local_files_only=True).eval()
@@ -108,5 +141,10 @@ def load_encoder(location: str, device: str = "cpu") -> Encoder:
     folder = Path(location)
     settings = mean_pooling_settings(folder) if folder.is_dir() else None
     if settings is not None:
+        from granrag_mcp.bert import BertMeanEncoder, readable_config
+
+        config = readable_config(folder)
+        if config is not None:
+            return BertMeanEncoder(folder, config, device=device, **settings)
         return MeanPoolingEncoder(folder, device=device, **settings)
     return SentenceTransformersEncoder(location, device=device)

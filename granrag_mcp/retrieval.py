@@ -75,9 +75,12 @@ def dedupe_by_span(hits: Sequence[Hit]) -> list[Hit]:
     can come back from two broad chunks. Chunks that merely overlap, such as a short last broad chunk, stay.
     """
     kept: list[Hit] = []
+    kept_in_doc: dict[str, list[Chunk]] = {}
     for hit in hits:
-        if not any(_inside(hit.chunk, k.chunk) or _inside(k.chunk, hit.chunk) for k in kept):
+        others = kept_in_doc.setdefault(hit.chunk.doc_id, [])
+        if not any(_inside(hit.chunk, other) or _inside(other, hit.chunk) for other in others):
             kept.append(hit)
+            others.append(hit.chunk)
     return kept
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from granrag_mcp.embedding import normalise, resolve_model_location
 from granrag_mcp.encoders import (
-    NORMALIZE, POOLING, TRANSFORMER, MeanPoolingEncoder, SentenceTransformersEncoder, load_encoder,
+    NORMALIZE, POOLING, TRANSFORMER, MeanPoolingEncoder, SentenceTransformersEncoder,
     mean_pooling_settings,
 )
 
@@ -50,12 +50,11 @@ def test_a_folder_without_modules_is_not_the_common_layout(tmp_path: Path) -> No
     assert mean_pooling_settings(tmp_path) is None
 
 
-def test_the_bundled_model_runs_on_transformers_alone_with_the_same_vectors() -> None:
+def test_the_transformers_runner_gives_sentence_transformers_vectors() -> None:
     import torch
 
     location = resolve_model_location("sentence-transformers/all-MiniLM-L6-v2")
-    plain = load_encoder(location)
-    assert isinstance(plain, MeanPoolingEncoder)
+    plain = MeanPoolingEncoder(Path(location), max_tokens=256, lower_case=False)
     full = SentenceTransformersEncoder(location)
     assert (plain.dimension, plain.max_tokens) == (full.dimension, full.max_tokens) == (384, 256)
     texts = ["  The bridge opened in 1931.  ", "Short.", "word " * 400, "Zürich 漢字 🙂 émigré"]

@@ -201,7 +201,7 @@ class VectorIndex:
             return np.zeros((0, self.dimension))
         if any(int(i) < 0 for i in ids):
             raise ValueError("chunk ids must not be negative")
-        return np.stack([self._index.reconstruct(int(i)) for i in ids])
+        return self._index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
 
     # internals
 
