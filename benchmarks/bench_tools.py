@@ -45,7 +45,7 @@ def granrag_command() -> str:
     return str(found) if found.exists() else (shutil.which("granrag-mcp") or "granrag-mcp")
 
 
-def ensure_store(store: Path, squad: Path) -> dict[str, Any] | None:
+def ensure_store(store: Path, squad: Path, copies: int) -> dict[str, Any] | None:
     from granrag_mcp.store.store import read_current
 
     if read_current(store) is not None:
@@ -54,11 +54,24 @@ def ensure_store(store: Path, squad: Path) -> dict[str, Any] | None:
     from granrag_mcp.settings import Settings
 
     documents, _ = squad_corpus.load(squad)
+    documents = squad_corpus.with_reordered_copies(documents, copies)
     with tempfile.TemporaryDirectory(prefix="granrag-bench-corpus-") as tmp:
         squad_corpus.write(documents, Path(tmp))
         print(f"[bench_tools] indexing the SQuAD-A corpus into {store} ...", file=sys.stderr)
         summary = run_index([Path(tmp)], Settings(store=store, log_level="WARNING"), quiet=True)
     return {"indexed": True, "seconds": summary.seconds}
+
+
+def store_chunks(store: Path) -> dict[str, int]:
+    """Chunks per level in the store's current generation."""
+    import sqlite3
+
+    from granrag_mcp.store.store import read_current
+
+    folder = store / read_current(store).generation
+    with sqlite3.connect(f"file:{folder / 'catalog.sqlite'}?mode=ro", uri=True) as db:
+        counts = dict(db.execute("SELECT level, COUNT(*) FROM chunks GROUP BY level"))
+    return {**counts, "total": sum(counts.values())}
 
 
 SERVER_THREADS: int | None = None  # --server-threads: OMP_NUM_THREADS for the server (torch and FAISS)
@@ -295,7 +308,7 @@ def startup_breakdown_child(store: Path, question: str) -> None:
     from granrag_mcp.engine import identity_for, make_embedder
 
     embedder = make_embedder(settings)
-    step("embedding model (imports torch, transformers, sentence-transformers; loads MiniLM)")
+    step("embedding model (imports torch; loads MiniLM)")
     from granrag_mcp.rerank import load_reranker
 
     reranker = load_reranker(settings.reranker, embedder, settings.cross_encoder)
@@ -330,8 +343,11 @@ def startup_breakdown(store: Path, question: str, repeats: int) -> dict[str, Any
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", type=Path, default=Path(tempfile.gettempdir()) / "granrag-bench-squad-a",
+    parser.add_argument("--store", type=Path, default=Path(tempfile.gettempdir()) / "granrag-bench-squad-a-x2",
                         help="SQuAD-A store (indexed first when it holds no index)")
+    parser.add_argument("--copies", type=int, default=2,
+                        help="when indexing: each article this many times, the copies with their paragraphs "
+                        "reordered (default 2: 11.5k chunks, above the 10k of the target)")
     parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
     parser.add_argument("--calls", type=int, default=200, help="measured calls per tool (default 200)")
     parser.add_argument("--heavy-calls", type=int, default=30,
@@ -363,7 +379,7 @@ def main() -> None:
     import anyio
 
     info = _common.machine()
-    indexing = ensure_store(args.store, args.squad)
+    indexing = ensure_store(args.store, args.squad, args.copies)
     _, questions = squad_corpus.load(args.squad)
     needed = 6 * (max(args.calls, args.heavy_calls) + WARMUP) + 40  # a slice per query tool (see `workloads`)
     chosen = [q.question for q in squad_corpus.sample(questions, max(needed, 200), args.seed)]
@@ -410,6 +426,7 @@ def main() -> None:
         "machine": info,
         "git": _common.git_revision(),
         "store": str(args.store),
+        "store_chunks": store_chunks(args.store),
         "indexing": indexing,
         "server_threads": args.server_threads,
         "calls_per_tool": args.calls,

@@ -35,6 +35,20 @@ def load(path: Path = DEFAULT_SQUAD) -> tuple[dict[str, str], list[BenchQuestion
     return dict(qa.documents), questions
 
 
+def with_reordered_copies(documents: dict[str, str], copies: int) -> dict[str, str]:
+    """The documents plus `copies - 1` further versions of each, its paragraphs in another order (reversed, then
+    rotated): a larger store whose broad and mid chunks differ from the originals'. Questions keep pointing at
+    the originals."""
+    out = dict(documents)
+    for copy in range(1, copies):
+        for doc_id, text in documents.items():
+            paragraphs = text.split("\n\n")[::-1]
+            shift = (copy - 1) % len(paragraphs)
+            name = Path(doc_id)
+            out[f"{name.stem} (reordered {copy}){name.suffix}"] = "\n\n".join(paragraphs[shift:] + paragraphs[:shift])
+    return out
+
+
 def write(documents: dict[str, str], folder: Path) -> list[Path]:
     return write_corpus(documents, Path(folder))
 

@@ -5,7 +5,7 @@ This is the plain core that the MCP tools, the CLI and the evaluation all call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -227,23 +227,39 @@ class View:
         the one ranked best in `evidence` (chunk id -> rank), or else the one whose vector is closest."""
         if not scored:
             return []
-        chunks = self._catalog.chunks([chunk_id for chunk_id, _ in scored])
-        source_level = next(iter(chunks.values())).level
+        ids = [chunk_id for chunk_id, _ in scored]
+        outline = self._catalog.outline(ids)  # levels and parents only: mapping needs no chunk text
+        if not outline:
+            return []
+        source_level = next(iter(outline.values()))[0]
         if source_level == level:
             return scored
         if LEVELS.index(source_level) > LEVELS.index(level):  # finer than the target: climb
-            ancestors = self.ancestors(chunks, level)
+            ancestors = self.ancestors(ids, level, outline)
             return [(ancestors[chunk_id], score) for chunk_id, score in scored if chunk_id in ancestors]
-        chosen = self.best_descendants([chunk_id for chunk_id, _ in scored], level, vector, evidence, source_level)
+        chosen = self.best_descendants(ids, level, vector, evidence, source_level)
         return [(chosen[chunk_id], score) for chunk_id, score in scored if chunk_id in chosen]
 
-    def ancestors(self, chunks: Mapping[int, Chunk], level: Level) -> dict[int, int]:
-        """For chunks of one level, the id of each one's ancestor at the coarser `level`."""
-        current = dict(chunks)
-        while any(c.level != level for c in current.values()):
-            parents = self._catalog.chunks(list({c.parent_id for c in current.values()}))
-            current = {orig: parents[c.parent_id] for orig, c in current.items()}
-        return {orig: c.id for orig, c in current.items()}
+    def ancestors(
+        self, chunk_ids: Iterable[int], level: Level, outline: dict[int, tuple[Level, int | None]] | None = None
+    ) -> dict[int, int]:
+        """For chunks at or below `level`, the id of each one's ancestor at `level` (unknown ids left out); one
+        catalog query per level climbed, reading no chunk text. `outline` may hold rows already read."""
+        current = {chunk_id: chunk_id for chunk_id in chunk_ids}
+        known = dict(outline) if outline is not None else {}
+        known.update(self._catalog.outline([i for i in current if i not in known]))
+        while True:
+            climbing = {orig: at for orig, at in current.items() if at in known and known[at][0] != level}
+            if not climbing:
+                return {orig: at for orig, at in current.items() if at in known}
+            parents = {known[at][1] for at in climbing.values()} - {None}
+            known.update(self._catalog.outline([i for i in parents if i not in known]))
+            for orig, at in climbing.items():
+                parent = known[at][1]
+                if parent is None:  # already the top level: there is nothing at `level` above it
+                    del current[orig]
+                else:
+                    current[orig] = parent
 
     def descendants(self, chunk_ids: Sequence[int], levels: Sequence[Level], level: Level) -> list[list[int]]:
         """For each chunk (of the given level, at or above `level`), its descendants at `level` in document order;
@@ -278,17 +294,23 @@ class View:
         unique = list(dict.fromkeys(chunk_ids))
         if not unique:
             return {}
-        source = source_level or self._catalog.chunks(unique[:1])[unique[0]].level
+        source = source_level or self._catalog.outline(unique[:1])[unique[0]][0]
         members = self.descendants(unique, [source] * len(unique), level)
-        chosen = {}
+        chosen, unranked = {}, []
         for chunk_id, ids in zip(unique, members):
             ranked = [i for i in ids if evidence and i in evidence]
             if ranked:
                 chosen[chunk_id] = min(ranked, key=evidence.__getitem__)  # type: ignore[union-attr]
             elif ids:
-                candidates = np.asarray(ids, dtype=np.int64)
-                scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
-                chosen[chunk_id] = int(candidates[int(np.argmax(scores))])
+                unranked.append((chunk_id, ids))
+        if unranked:  # the closest descendant by vector, all candidates read from the index at once
+            candidates = np.asarray([i for _, ids in unranked for i in ids], dtype=np.int64)
+            scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
+            begin = 0
+            for chunk_id, ids in unranked:
+                best = begin + int(np.argmax(scores[begin : begin + len(ids)]))
+                chosen[chunk_id] = int(candidates[best])
+                begin += len(ids)
         return chosen
 
     # --- context -----------------------------------------------------------------------------------------------

@@ -244,3 +244,21 @@ def test_sentence_window_reranker_scores_indexed_chunks_from_stored_vectors(view
     assert result.reranker == "sentence-windows-fallback:fake-hash-embedder"
     assert "sail" in result.hits[0].chunk.text
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+
+
+def test_ancestors_and_descendants_follow_the_stored_hierarchy(view):
+    narrow = engine_chunks(view, "narrow")
+    catalog = view.snapshot.catalog
+    chunks = catalog.chunks([c.id for c in narrow] + [c.parent_id for c in narrow])
+    up = view.ancestors([c.id for c in narrow] + [10**9], "broad")  # an unknown id is left out
+    for c in narrow:
+        mid = chunks[c.parent_id]
+        assert view.ancestors([c.id], "mid") == {c.id: mid.id}
+        assert up[c.id] == mid.parent_id
+        assert catalog.outline([c.id, mid.id]) == {c.id: ("narrow", mid.id), mid.id: ("mid", mid.parent_id)}
+    assert 10**9 not in up
+    broad = engine_chunks(view, "broad")
+    assert view.ancestors([b.id for b in broad], "mid") == {}  # nothing is above the top level
+    members = view.descendants([b.id for b in broad], ["broad"] * len(broad), "narrow")
+    for b, ids in zip(broad, members):
+        assert ids and all(up[i] == b.id for i in ids)

@@ -46,3 +46,26 @@ def test_remembered_counts_agree_with_the_tokenizer_and_count_each_text_once() -
     remembered.count(texts[2])
     assert remembered.count.cache_info().hits == 1
     assert list(remembered.boundaries(texts[1])) == list(tokenizer.boundaries(texts[1]))
+
+
+def test_remembered_boundaries_are_computed_once_and_cannot_be_changed_by_a_caller() -> None:
+    tokenizer = get_tokenizer()
+    calls: list[str] = []
+
+    class Counting:
+        name = tokenizer.name
+        count = staticmethod(tokenizer.count)
+
+        @staticmethod
+        def boundaries(text: str):
+            calls.append(text)
+            return tokenizer.boundaries(text)
+
+    remembered = RememberedCounts(Counting(), boundary_size=1)  # type: ignore[arg-type]
+    first = remembered.boundaries("a long broad chunk")
+    assert remembered.boundaries("a long broad chunk") is first and calls == ["a long broad chunk"]
+    with pytest.raises(ValueError):
+        first[1] = 0
+    remembered.boundaries("another text")
+    remembered.boundaries("a long broad chunk")  # pushed out of a one-entry cache: computed again
+    assert calls == ["a long broad chunk", "another text", "a long broad chunk"]

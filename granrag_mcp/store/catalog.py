@@ -116,6 +116,16 @@ class Catalog:
                 found[row[0]] = _chunk(row)
         return found
 
+    def outline(self, ids: Sequence[int]) -> dict[int, tuple[Level, int | None]]:
+        """Level and parent id of each known chunk, without reading texts (cheap for the hierarchy walks)."""
+        found: dict[int, tuple[Level, int | None]] = {}
+        for batch in _batches(list(ids)):
+            marks = ",".join("?" * len(batch))
+            sql = f"SELECT id, level, parent_id FROM chunks WHERE id IN ({marks})"
+            for chunk_id, level, parent_id in self._query(sql, batch):
+                found[chunk_id] = (level, parent_id)
+        return found
+
     def chunks_of_level(self, level: Level) -> list[Chunk]:
         return [_chunk(r) for r in self._query(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE level = ? ORDER BY id", [level])]
 
