@@ -202,15 +202,18 @@ class View:
         if lexical:
             raw["broad_lexical"] = self.lexical("broad", query, depth)
             raw["narrow_lexical"] = self.lexical("narrow", query, depth)
-        lists = {name: self._map_to_level(raw[name], level, vector) for name in raw if name.startswith("narrow")}
+        # Each level's lists are mapped together: one catalog query per level crossed for all of them.
+        narrow_names = [name for name in raw if name.startswith("narrow")]
+        broad_names = [name for name in raw if name.startswith("broad")]
+        up = self._mapping(level, "narrow", [i for name in narrow_names for i, _ in raw[name]], vector)
+        lists = {name: [(up[i], score) for i, score in raw[name] if i in up] for name in narrow_names}
         # A broad hit stands for the descendant the sentences point to most strongly (else the closest vector).
         evidence: dict[int, int] = {}
         for mapped in lists.values():
             for position, (chunk_id, _) in enumerate(mapped):
                 evidence[chunk_id] = min(evidence.get(chunk_id, position), position)
-        for name in raw:
-            if name.startswith("broad"):
-                lists[name] = self._map_to_level(raw[name], level, vector, evidence)
+        down = self._mapping(level, "broad", [i for name in broad_names for i, _ in raw[name]], vector, evidence)
+        lists.update({name: [(down[i], score) for i, score in raw[name] if i in down] for name in broad_names})
         fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in weights.items() if n in lists}, k=rrf_k)
         chunks = self._catalog.chunks([item.key for item in fused])
         hits = [Hit(chunks[item.key], item.score, item.contributions) for item in fused]
@@ -239,6 +242,21 @@ class View:
             return [(ancestors[chunk_id], score) for chunk_id, score in scored if chunk_id in ancestors]
         chosen = self.best_descendants(ids, level, vector, evidence, source_level)
         return [(chosen[chunk_id], score) for chunk_id, score in scored if chunk_id in chosen]
+
+    def _mapping(
+        self,
+        level: Level,
+        source_level: Level,
+        chunk_ids: Sequence[int],
+        vector: np.ndarray,
+        evidence: Mapping[int, int] | None = None,
+    ) -> dict[int, int]:
+        """Chunk ids of `source_level` -> the chunk each stands for at `level` (see `_map_to_level`)."""
+        if source_level == level:
+            return {chunk_id: chunk_id for chunk_id in chunk_ids}
+        if LEVELS.index(source_level) > LEVELS.index(level):
+            return self.ancestors(chunk_ids, level)
+        return self.best_descendants(chunk_ids, level, vector, evidence, source_level)
 
     def ancestors(
         self, chunk_ids: Iterable[int], level: Level, outline: dict[int, tuple[Level, int | None]] | None = None
