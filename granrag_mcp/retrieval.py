@@ -342,8 +342,8 @@ class View:
         position = next(i for i, c in enumerate(ordered) if c.id == center.id)
         members = ordered[max(position - before, 0) : position + after + 1]
         start, end = min(c.start for c in members), max(c.end for c in members)
-        text = self._catalog.document_text(center.doc_id) or ""
-        return Window(center, members, center.doc_id, start, end, text[start:end])
+        text = self._catalog.document_slice(center.doc_id, start, end) or ""
+        return Window(center, members, center.doc_id, start, end, text)
 
     def parents(self, public_ids: Sequence[str], merge_threshold: float | None = None) -> ParentResult:
         chunks = self.resolve(public_ids)

@@ -262,3 +262,19 @@ def test_ancestors_and_descendants_follow_the_stored_hierarchy(view):
     members = view.descendants([b.id for b in broad], ["broad"] * len(broad), "narrow")
     for b, ids in zip(broad, members):
         assert ids and all(up[i] == b.id for i in ids)
+
+
+def test_a_window_is_the_exact_document_text_even_with_multibyte_characters(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = " ".join(f"Zürich ünd 漢字 🙂 sentence {i} ends here." for i in range(40))
+    (docs / "wide.md").write_text(text, encoding="utf-8")
+    index(docs, tmp_path / "store")
+    view = View(Snapshot.open(tmp_path / "store"), FakeEmbedder())
+    catalog = view.snapshot.catalog
+    stored = catalog.document_text("wide.md")
+    for chunk in catalog.chunks_of_level("narrow")[::7]:
+        window = view.expand_window(chunk.public_id, 2, 3)
+        assert window.text == stored[window.start : window.end]
+        assert chunk.text in window.text
+    assert catalog.document_slice("wide.md", 5, 5) == "" and catalog.document_slice("missing.md", 0, 3) is None

@@ -105,6 +105,13 @@ class Catalog:
         rows = self._query("SELECT text FROM documents WHERE doc_id = ?", [doc_id])
         return rows[0][0] if rows else None
 
+    def document_slice(self, doc_id: str, start: int, end: int) -> str | None:
+        """`document_text(doc_id)[start:end]`, cut by SQLite (which counts characters as Python does), so a
+        window does not read its whole document."""
+        sql = "SELECT substr(text, ?, ?) FROM documents WHERE doc_id = ?"
+        rows = self._query(sql, [start + 1, max(end - start, 0), doc_id])
+        return rows[0][0] if rows else None
+
     def content_hashes(self) -> dict[str, str]:
         return dict(self._query("SELECT doc_id, content_hash FROM documents"))
 
