@@ -9,6 +9,7 @@ import functools
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -249,6 +250,9 @@ def load_engine(settings: Settings) -> "Engine":
     return Engine(settings)
 
 
+ENGINE_THREAD = "granrag-engine-load"
+
+
 class EngineHolder:
     """The engine, built once in its own thread; tool calls (in worker threads) wait until it is ready.
 
@@ -269,7 +273,7 @@ class EngineHolder:
         """Start building the engine, once; later calls (one per connection in tests) do nothing."""
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._build, name="granrag-engine-load", daemon=True)
+                self._thread = threading.Thread(target=self._build, name=ENGINE_THREAD, daemon=True)
                 self._thread.start()
 
     def _build(self) -> None:
@@ -500,6 +504,14 @@ def run_server(settings: Settings) -> None:
         from granrag_mcp.http_auth import run_http
 
         run_http(server, settings)
+    if any(thread.name == ENGINE_THREAD and thread.is_alive() for thread in threading.enumerate()):
+        # The client left while the model was still loading. Finalizing the interpreter while that thread is
+        # inside torch's C++ code aborts the process (exit code 134); a server has nothing left to save, so leave
+        # without finalizing.
+        log.info("the client left before the index finished loading; exiting")
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 # --- stdio -------------------------------------------------------------------------------------------------------

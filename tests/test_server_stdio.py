@@ -177,3 +177,18 @@ def test_serve_refuses_to_start_on_a_bad_store(real_store: tuple[Settings, Path]
     assert completed.stdout == ""
     errors = [line for line in completed.stderr.splitlines() if line.startswith("granrag-mcp: error:")]
     assert len(errors) == 1 and expected in errors[0], completed.stderr
+
+
+def test_a_client_that_leaves_while_the_model_loads_gets_a_clean_exit(real_store: tuple[Settings, Path],
+                                                                       tmp_path: Path) -> None:
+    # `serve --index-if-empty` on an empty store, stdin at EOF at once: after indexing, torch is loaded, and the
+    # engine thread is inside it when the serve loop ends. Finalizing the interpreter under that thread aborted
+    # the process ("terminate called without an active exception", exit code 134).
+    settings, corpus = real_store
+    completed = subprocess.run(
+        [granrag_command(), "serve", "--store", str(tmp_path / "store"), "--index-if-empty", str(corpus)],
+        env=os.environ | server_env(settings), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout == ""
+    assert "terminate called" not in completed.stderr and "Traceback" not in completed.stderr
