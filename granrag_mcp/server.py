@@ -44,7 +44,7 @@ from granrag_mcp.store.store import check_identity, load_manifest, read_current
 
 from granrag_mcp.chunk import MAX_QUERY_CHARS
 
-if TYPE_CHECKING:  # the core (torch, FAISS, scipy) loads in the engine thread, after `initialize` is answered
+if TYPE_CHECKING:  # the core (torch, FAISS) loads in the engine thread, after `initialize` is answered
     from granrag_mcp.engine import Engine
     from granrag_mcp.retrieval import Hit as CoreHit
     from granrag_mcp.retrieval import View

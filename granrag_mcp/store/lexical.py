@@ -1,17 +1,22 @@
 """A BM25 index over one level's chunk texts: a sparse chunk x term matrix of precomputed BM25 weights.
 
-Scoring a query sums the columns of its terms, so a search costs a few sparse column reads.
+Scoring a query sums the columns of its terms, so a search costs a few sparse column reads. The matrix is kept
+as its three CSC arrays in an uncompressed .npz, and a stored index is memory-mapped rather than read: at a
+million chunks a level the arrays are ~150 MB, which would otherwise sit in the server's private memory. The
+vocabulary is stored sorted, so a term is found by binary search in the mapped array, not through a dict of
+every term (indices written before that keep their order and get the dict).
 """
 
 from __future__ import annotations
 
 import re
+import struct
+import zipfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
 
 _WORD = re.compile(r"\w\w+")
 _STOPWORDS = frozenset(
@@ -38,12 +43,23 @@ def analyse(text: str) -> list[str]:
     return terms
 
 
+MAP_FROM_BYTES = 32 * 2**20
+"""Index files from this size on are memory-mapped (about 100k sentences); smaller ones are read into memory."""
+
+
 class LexicalIndex:
-    def __init__(self, ids: np.ndarray, vocabulary: np.ndarray, matrix: sparse.csc_matrix) -> None:
+    def __init__(
+        self, ids: np.ndarray, vocabulary: np.ndarray, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+        term_dict: bool = True,
+    ) -> None:
+        """`data`, `indices`, `indptr`: the CSC arrays of the chunk x term weight matrix (column j = vocabulary[j]).
+
+        Without `term_dict` (only for a sorted vocabulary) terms are found by binary search in `vocabulary`.
+        """
         self.ids = ids
         self.vocabulary = vocabulary
-        self._term_index = {term: i for i, term in enumerate(vocabulary.tolist())}
-        self.matrix = matrix
+        self.data, self.indices, self.indptr = data, indices, indptr
+        self._term_index = {term: i for i, term in enumerate(vocabulary.tolist())} if term_dict else None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -61,26 +77,40 @@ class LexicalIndex:
                 cols.append(term_index.setdefault(term, len(term_index)))
                 counts.append(count)
         n_docs, n_terms = len(texts), len(term_index)
+        vocabulary = np.array(sorted(term_index), dtype=str)
+        column_of = np.empty(n_terms, dtype=np.int64)  # first-seen index -> index in the sorted vocabulary
+        column_of[[term_index[term] for term in vocabulary.tolist()]] = np.arange(n_terms)
         tf = np.asarray(counts, dtype=np.float32)
         rows_arr = np.asarray(rows, dtype=np.int64)
-        cols_arr = np.asarray(cols, dtype=np.int64)
+        cols_arr = column_of[np.asarray(cols, dtype=np.int64)] if cols else np.zeros(0, dtype=np.int64)
         doc_freq = np.bincount(cols_arr, minlength=n_terms).astype(np.float32)
         idf = np.log1p((n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
         avg_length = float(lengths.mean()) if n_docs and lengths.mean() > 0 else 1.0
         norm = k1 * (1.0 - b + b * lengths[rows_arr] / avg_length)
-        weights = idf[cols_arr] * tf * (k1 + 1.0) / (tf + norm)
-        matrix = sparse.csc_matrix((weights, (rows_arr, cols_arr)), shape=(n_docs, n_terms), dtype=np.float32)
-        vocabulary = np.array(sorted(term_index, key=term_index.__getitem__), dtype=str)
-        return cls(np.asarray(ids, dtype=np.int64), vocabulary, matrix)
+        weights = (idf[cols_arr] * tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
+        order = np.lexsort((rows_arr, cols_arr))  # column by column, rows ascending: the CSC layout
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cols_arr, minlength=n_terms), out=indptr[1:])
+        index_type = np.int32 if max(n_docs, len(rows)) < 2**31 else np.int64
+        return cls(np.asarray(ids, dtype=np.int64), vocabulary, weights[order], rows_arr[order].astype(index_type),
+                   indptr.astype(index_type))
+
+    def _columns(self, terms: list[str]) -> list[int]:
+        if self._term_index is not None:
+            return sorted({self._term_index[t] for t in terms if t in self._term_index})
+        wanted = sorted(set(terms))
+        if not wanted or not len(self.vocabulary):
+            return []
+        positions = np.searchsorted(self.vocabulary, wanted)
+        return [int(p) for p, t in zip(positions, wanted) if p < len(self.vocabulary) and self.vocabulary[p] == t]
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
-        columns = sorted({self._term_index[t] for t in analyse(query) if t in self._term_index})
+        columns = self._columns(analyse(query))
         if not columns or k <= 0 or not len(self.ids):
             return []
-        # Sum the query terms' columns straight from the CSC arrays (scipy's column slicing costs more than this).
-        matrix = self.matrix
-        stored = np.concatenate([np.arange(matrix.indptr[c], matrix.indptr[c + 1]) for c in columns])
-        scores = np.bincount(matrix.indices[stored], weights=matrix.data[stored], minlength=len(self.ids))
+        # The query terms' columns summed straight from the CSC arrays: only their pages of a mapped file are read.
+        stored = np.concatenate([np.arange(self.indptr[c], self.indptr[c + 1]) for c in columns])
+        scores = np.bincount(self.indices[stored], weights=self.data[stored], minlength=len(self.ids))
         scores = scores.astype(np.float32)
         candidates = np.flatnonzero(scores > 0)
         if len(candidates) > k:
@@ -90,19 +120,63 @@ class LexicalIndex:
 
     def write(self, path: Path) -> None:
         with open(path, "wb") as handle:
-            np.savez(
+            np.savez(  # uncompressed, so `read` can map the arrays
                 handle,
                 ids=self.ids,
                 vocabulary=self.vocabulary,
-                data=self.matrix.data,
-                indices=self.matrix.indices,
-                indptr=self.matrix.indptr,
-                shape=np.asarray(self.matrix.shape, dtype=np.int64),
+                data=self.data,
+                indices=self.indices,
+                indptr=self.indptr,
+                shape=np.asarray([len(self.ids), len(self.vocabulary)], dtype=np.int64),
+                vocabulary_sorted=np.asarray(True),
             )
 
     @classmethod
-    def read(cls, path: Path) -> LexicalIndex:
-        with np.load(path, allow_pickle=False) as arrays:
-            shape = tuple(int(x) for x in arrays["shape"])
-            matrix = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape)
-            return cls(arrays["ids"], arrays["vocabulary"], matrix)
+    def read(cls, path: Path, map_from_bytes: int = MAP_FROM_BYTES) -> LexicalIndex:
+        """The index in a file `write` made. From `map_from_bytes` on it is memory-mapped (a mapped search
+        costs ~0.1 ms more in page faults, which only pays off for a large index), else read into memory."""
+        arrays = _mapped_npz(path) if path.stat().st_size >= map_from_bytes else None
+        if arrays is None:
+            with np.load(path, allow_pickle=False) as loaded:
+                arrays = {name: loaded[name] for name in loaded.files}
+            return cls(arrays["ids"], arrays["vocabulary"], arrays["data"], arrays["indices"], arrays["indptr"])
+        sorted_flag = arrays.get("vocabulary_sorted")  # absent in indices written before the vocabulary was sorted
+        return cls(arrays["ids"], arrays["vocabulary"], arrays["data"], arrays["indices"], arrays["indptr"],
+                   term_dict=sorted_flag is None or not bool(sorted_flag))
+
+
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, 22 bytes we skip, file name length, extra field length
+
+
+def _mapped_npz(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of an uncompressed .npz, each memory-mapped read-only where it lies in the file; None when a
+    member is compressed or holds Python objects."""
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+    arrays: dict[str, np.ndarray] = {}
+    with open(path, "rb") as handle:
+        for member in members:
+            if member.compress_type != zipfile.ZIP_STORED or not member.filename.endswith(".npy"):
+                return None
+            handle.seek(member.header_offset)
+            signature, name_length, extra_length = _LOCAL_HEADER.unpack(handle.read(_LOCAL_HEADER.size))
+            if signature != b"PK\x03\x04":
+                return None
+            handle.seek(member.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
+            version = np.lib.format.read_magic(handle)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+            else:
+                return None
+            if dtype.hasobject:
+                return None
+            name = member.filename.removesuffix(".npy")
+            if int(np.prod(shape)) == 0:
+                arrays[name] = np.zeros(shape, dtype=dtype)
+            else:
+                mapped = np.memmap(path, dtype=dtype, mode="r", offset=handle.tell(), shape=shape,
+                                   order="F" if fortran else "C")
+                arrays[name] = mapped.view(np.ndarray)  # the same pages, without memmap's cost on every slice
+    return arrays

@@ -132,7 +132,7 @@ class Snapshot:
         self.folder = folder
         self.manifest = manifest
         self.catalog = Catalog.open_readonly(folder / CATALOG_FILE)
-        from granrag_mcp.store.lexical import LexicalIndex  # FAISS and scipy load here, not at import:
+        from granrag_mcp.store.lexical import LexicalIndex  # FAISS loads here, not at import:
         from granrag_mcp.store.vectors import VectorIndex  # the server answers `initialize` before it needs them
 
         self.vectors = {level: VectorIndex.read(folder / vector_file(level)) for level in LEVELS}

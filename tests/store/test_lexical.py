@@ -43,3 +43,49 @@ def test_empty_index_answers_nothing(tmp_path):
     index = LexicalIndex.build([], [])
     index.write(tmp_path / "e.npz")
     assert LexicalIndex.read(tmp_path / "e.npz").search("anything", 3) == []
+
+
+QUERIES = ("quasar radio", "bread oven", "galaxies", "telescopes observe", "zzzz", "a" * 40 + " radio")
+MORE_TEXTS = TEXTS + [f"Spectrum line {i} of the quasar catalogue, entry {i * 7} near galaxy {i % 5}." for i in range(60)]
+
+
+def test_a_mapped_index_reads_its_arrays_from_the_file_and_answers_the_same(tmp_path):
+    index = LexicalIndex.build(list(range(100, 100 + len(MORE_TEXTS))), MORE_TEXTS)
+    assert list(index.vocabulary) == sorted(index.vocabulary)
+    index.write(tmp_path / "m.npz")
+    mapped = LexicalIndex.read(tmp_path / "m.npz", map_from_bytes=0)
+    for array in (mapped.data, mapped.indices, mapped.indptr, mapped.vocabulary, mapped.ids):
+        assert not array.flags.owndata and not array.flags.writeable  # a view of the file's pages
+    for query in QUERIES:
+        assert mapped.search(query, 10) == index.search(query, 10)
+
+
+def test_an_index_written_before_the_vocabulary_was_sorted_still_answers_the_same(tmp_path):
+    index = LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS)
+    # The earlier layout: terms in first-seen order (columns permuted to match), no vocabulary_sorted flag.
+    first_seen = list(dict.fromkeys(t for text in MORE_TEXTS for t in analyse(text)))
+    column = {term: j for j, term in enumerate(index.vocabulary.tolist())}
+    order = [column[term] for term in first_seen]
+    lengths = np.diff(index.indptr)[order]
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(index.indptr.dtype)
+    pieces = [np.arange(index.indptr[j], index.indptr[j + 1]) for j in order]
+    stored = np.concatenate(pieces)
+    with open(tmp_path / "old.npz", "wb") as handle:
+        np.savez(handle, ids=index.ids, vocabulary=np.array(first_seen, dtype=str), data=index.data[stored],
+                 indices=index.indices[stored], indptr=indptr,
+                 shape=np.asarray([len(index.ids), len(first_seen)], dtype=np.int64))
+    for threshold in (0, 10**9):  # mapped and read into memory
+        old = LexicalIndex.read(tmp_path / "old.npz", map_from_bytes=threshold)
+        for query in QUERIES:
+            assert old.search(query, 10) == index.search(query, 10)
+
+
+def test_a_compressed_file_is_read_into_memory(tmp_path):
+    index = LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS)
+    with open(tmp_path / "z.npz", "wb") as handle:
+        np.savez_compressed(handle, ids=index.ids, vocabulary=index.vocabulary, data=index.data,
+                            indices=index.indices, indptr=index.indptr, vocabulary_sorted=np.asarray(True))
+    loaded = LexicalIndex.read(tmp_path / "z.npz", map_from_bytes=0)
+    assert loaded.data.flags.writeable  # read into memory: mapped arrays are read-only
+    for query in QUERIES:
+        assert loaded.search(query, 10) == index.search(query, 10)
