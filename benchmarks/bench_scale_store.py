@@ -34,6 +34,10 @@ Data sets (all L2-normalised):
     .venv/bin/python benchmarks/bench_scale_store.py --sizes 200000 --datasets realistic --ef-search 64,128
     .venv/bin/python benchmarks/bench_scale_store.py --keep-dir /tmp/scale-store            # keep the indices,
     .venv/bin/python benchmarks/bench_scale_store.py --keep-dir /tmp/scale-store --reuse    # search them again
+    .venv/bin/python benchmarks/bench_scale_store.py --sizes 1000000 --datasets realistic --hnsw-storage fp32
+
+--hnsw-storage (like --hnsw-m and --ef-construction) overrides a store default for the build: the encoding of the
+vectors inside the graph (`HNSW_STORAGE`, float16 by default; fp32 is how graphs were stored before).
 
 The recorded results (results/scale_store.json, summarised in results/scale_store.md): builds by
 `--ef-search 64,128,256,512,1024 --update --no-mmap-child --keep-dir DIR`, searches by the same with
@@ -208,6 +212,7 @@ def build_child(args: argparse.Namespace) -> dict[str, Any]:
     index.write(path)  # settles: the HNSW graph is built here when n >= the threshold
     result["build_seconds"] = round(time.perf_counter() - began, 1)
     result["kind"] = index.kind
+    result["storage"] = getattr(index, "storage", "fp32")
     result["index_bytes"] = path.stat().st_size
     result["load_after_build"] = _common.load_average()
     del index
@@ -256,6 +261,7 @@ def search_child(args: argparse.Namespace) -> dict[str, Any]:
     index = VectorIndex.read(path, mmap=not args.no_mmap)
     result["open_seconds"] = round(time.perf_counter() - began, 3)
     result["kind"] = index.kind
+    result["storage"] = getattr(index, "storage", "fp32")
     result["mapped"] = index.mapped
     result["memory_after_open"] = memory()
     settings = [int(v) for v in args.ef_search.split(",")] if index.kind == "hnsw" else [0]
@@ -294,6 +300,8 @@ def apply_overrides(args: argparse.Namespace) -> None:
         store_vectors.HNSW_M = args.hnsw_m
     if args.ef_construction:
         store_vectors.HNSW_EF_CONSTRUCTION = args.ef_construction
+    if args.hnsw_storage:
+        store_vectors.HNSW_STORAGE = args.hnsw_storage
 
 
 # driver
@@ -304,7 +312,7 @@ def run(role: str, args: argparse.Namespace, work: Path, dataset: str, n: int, e
            "--seed", str(args.seed), "--queries", str(args.queries), "--ef-search", args.ef_search,
            "--flat-queries", str(args.flat_queries), "--build-threads", str(args.build_threads), *extra]
     for flag, value in (("--threshold", args.threshold), ("--hnsw-m", args.hnsw_m),
-                        ("--ef-construction", args.ef_construction)):
+                        ("--ef-construction", args.ef_construction), ("--hnsw-storage", args.hnsw_storage)):
         if value:
             cmd += [flag, str(value)]
     if args.update:
@@ -329,6 +337,7 @@ def main() -> None:
     parser.add_argument("--threshold", type=int, help="override ANN_THRESHOLD")
     parser.add_argument("--hnsw-m", type=int, help="override HNSW_M")
     parser.add_argument("--ef-construction", type=int, help="override HNSW_EF_CONSTRUCTION")
+    parser.add_argument("--hnsw-storage", choices=("fp32", "fp16"), help="override HNSW_STORAGE")
     parser.add_argument("--build-threads", type=int, default=2, help="OpenMP threads of the build (default 2)")
     parser.add_argument("--update", action="store_true", help="also time an incremental run (1%% out, 1%% in)")
     parser.add_argument("--no-mmap-child", action="store_true", help="also search after reading without mmap")
@@ -409,8 +418,10 @@ def main() -> None:
         "store_defaults": {"ANN_THRESHOLD": store_vectors.ANN_THRESHOLD, "FLAT_BELOW": store_vectors.FLAT_BELOW,
                            "TOMBSTONE_LIMIT": store_vectors.TOMBSTONE_LIMIT, "HNSW_M": store_vectors.HNSW_M,
                            "HNSW_EF_CONSTRUCTION": store_vectors.HNSW_EF_CONSTRUCTION,
-                           "HNSW_EF_SEARCH": store_vectors.HNSW_EF_SEARCH},
-        "overrides": {"threshold": args.threshold, "hnsw_m": args.hnsw_m, "ef_construction": args.ef_construction},
+                           "HNSW_EF_SEARCH": store_vectors.HNSW_EF_SEARCH,
+                           "HNSW_STORAGE": getattr(store_vectors, "HNSW_STORAGE", "fp32")},
+        "overrides": {"threshold": args.threshold, "hnsw_m": args.hnsw_m, "ef_construction": args.ef_construction,
+                      "hnsw_storage": args.hnsw_storage},
         "method": {"dim": DIM, "k": K, "queries_per_set": args.queries, "flat_queries": args.flat_queries,
                    "search_threads": 1, "build_threads": args.build_threads,
                    "realistic_spread": REALISTIC_SPREAD, "clustered_spread": CLUSTERED_SPREAD,

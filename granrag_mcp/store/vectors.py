@@ -3,9 +3,13 @@
 The kind of index follows the level's size:
 
 - below `ANN_THRESHOLD` vectors, an exact `IndexFlatIP`;
-- from `ANN_THRESHOLD` on, an `IndexHNSWFlat` graph (approximate; its recall against exact search is measured by
-  `benchmarks/bench_scale_store.py`). Its search breadth `efSearch` is set on every search, never taken from the
-  file.
+- from `ANN_THRESHOLD` on, an HNSW graph (approximate; its recall against exact search is measured by
+  `benchmarks/bench_scale_store.py`) whose vectors are stored as float16 (`IndexHNSWSQ` with `QT_fp16`): half the
+  bytes of float32, which a graph search touches all over the file, for a recall within the noise of building
+  the graph (benchmarks/results/scale_server.md). Its search breadth `efSearch` is set on every search, never
+  taken from the file. Graphs written before float16 storage existed (`IndexHNSWFlat`, float32) are read as
+  they are and re-encoded to float16 when next written: the graph is kept, only its vectors are converted
+  (seconds, not a rebuild).
 
 Both are wrapped in `IndexIDMap2`, so results and `reconstruct` speak chunk ids, and the kind is read back from
 the file itself. An HNSW graph cannot delete nodes: `remove` marks the rows of removed ids as tombstones
@@ -13,7 +17,8 @@ the file itself. An HNSW graph cannot delete nodes: `remove` marks the rows of r
 settles the kind first: a level that reached the threshold is converted to HNSW, one that fell below
 `FLAT_BELOW` times the threshold goes back to flat (the gap keeps a level near the threshold from being rebuilt
 on every run), and a graph whose tombstones exceed `TOMBSTONE_LIMIT` of its rows is rebuilt from its live
-vectors. Every rebuild reads the vectors from the old index's own storage: nothing else keeps them.
+vectors. Every rebuild reads the vectors from the old index's own storage: nothing else keeps them, so a graph
+that goes back to flat keeps its vectors at float16 precision (exact search over them, in float32).
 
 `read` memory-maps the file where FAISS supports it (`IO_FLAG_MMAP_IFC`: the flat vectors and the HNSW graph
 stay in the page cache, shared and reclaimable, instead of being copied into the process). The mapping is
@@ -24,6 +29,7 @@ copy read from the same file. Generations are immutable, so the mapped file neve
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -33,6 +39,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 Kind = Literal["flat", "hnsw"]
+Storage = Literal["fp32", "fp16"]
 
 ANN_THRESHOLD = 200_000
 """Vectors from which a level uses HNSW instead of exact search: exact search costs 10-20 ms per query at 200k
@@ -48,6 +55,10 @@ HNSW_EF_CONSTRUCTION = 80
 """Breadth of the candidate list while the graph is built (FAISS's default is 40)."""
 HNSW_EF_SEARCH = 256
 """Breadth of the candidate list per query (at least k): recall@10 0.985-0.994 at 1M vectors, p50 1-2 ms."""
+HNSW_STORAGE: Storage = "fp16"
+"""Encoding of the vectors inside a graph. float16 stores 2 bytes per dimension instead of 4 (about 1.0 instead of
+1.7 GiB at 1M vectors of dimension 384, graph included); its rounding (relative 2^-11) changed 1 of 5,000
+top-10 hits of the same 1M graph (benchmarks/results/scale_server.md). Flat indices always keep float32."""
 
 BUILD_BATCH = 65_536  # rows copied at a time when an index is rebuilt from another's storage
 TOMBSTONE = -1
@@ -64,18 +75,13 @@ class VectorIndex:
         path: Path | None = None,
         mapped: bool = False,
     ) -> None:
-        """Wrap an `IndexIDMap2` over `IndexFlatIP` or `IndexHNSWFlat`. `path` and `mapped`: where a mapped
-        index was read from, so that a change can first make a private copy."""
+        """Wrap an `IndexIDMap2` over `IndexFlatIP`, `IndexHNSWFlat` or a float16 `IndexHNSWSQ`. `path` and
+        `mapped`: where a mapped index was read from, so that a change can first make a private copy."""
         self._index = index if isinstance(index, faiss.IndexIDMap2) else faiss.downcast_index(index)
         if not isinstance(self._index, faiss.IndexIDMap2):
             raise TypeError(f"expected an IndexIDMap2, got {type(self._index).__name__}")
         self._inner = faiss.downcast_index(self._index.index)
-        if isinstance(self._inner, faiss.IndexHNSWFlat):
-            self._kind: Kind = "hnsw"
-        elif isinstance(self._inner, faiss.IndexFlat):
-            self._kind = "flat"
-        else:
-            raise TypeError(f"unsupported FAISS index {type(self._inner).__name__} inside the id map")
+        self._kind, self._storage = _kind_and_storage(self._inner)
         self.threshold = max(1, ANN_THRESHOLD if threshold is None else int(threshold))
         self._ef_search = HNSW_EF_SEARCH if ef_search is None else int(ef_search)
         self._path = path
@@ -124,6 +130,11 @@ class VectorIndex:
     @property
     def kind(self) -> Kind:
         return self._kind
+
+    @property
+    def storage(self) -> Storage:
+        """How the vectors are stored: always fp32 in a flat index; fp16 or (graphs written before it) fp32 in HNSW."""
+        return self._storage
 
     @property
     def mapped(self) -> bool:
@@ -184,6 +195,10 @@ class VectorIndex:
         elif self._kind == "hnsw" and self._tombstones > TOMBSTONE_LIMIT * self._index.ntotal:
             log.info("rebuilding an HNSW index: %d of its %d rows were removed", self._tombstones, self._index.ntotal)
             self._rebuild("hnsw")
+        elif self._kind == "hnsw" and self._storage != HNSW_STORAGE:
+            log.info("re-encoding the %d vectors of an HNSW index from %s to %s", self._index.ntotal, self._storage,
+                     HNSW_STORAGE)
+            self._reencode()
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         k = min(k, len(self))
@@ -223,23 +238,37 @@ class VectorIndex:
         owned = VectorIndex.read(self._path, mmap=False, threshold=self.threshold, ef_search=self.ef_search)
         self.__dict__.update(owned.__dict__)
 
-    def _rebuild(self, kind: Kind) -> None:
-        """A new index of `kind` over the live rows, copied in batches from this index's own storage (which may
-        be mapped: it is only read)."""
-        rows = int(self._index.ntotal)
+    def _rows(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, float32 vectors) in batches, decoded from this index's own storage (which may be mapped:
+        it is only read)."""
         storage = self._inner if self._kind == "flat" else faiss.downcast_index(self._inner.storage)
-        data = (
-            faiss.rev_swig_ptr(storage.get_xb(), rows * self.dimension).reshape(rows, self.dimension)
-            if rows
-            else np.zeros((0, self.dimension), dtype=np.float32)
-        )
+        rows = int(self._index.ntotal)
+        for begin in range(0, rows, BUILD_BATCH):
+            yield begin, storage.reconstruct_n(begin, min(BUILD_BATCH, rows - begin))
+
+    def _rebuild(self, kind: Kind) -> None:
+        """A new index of `kind` over the live rows."""
         id_map = faiss.vector_to_array(self._index.id_map)
-        live = np.flatnonzero(id_map != TOMBSTONE)
         fresh = _flat(self.dimension) if kind == "flat" else _hnsw(self.dimension)
-        for begin in range(0, len(live), BUILD_BATCH):
-            chosen = live[begin : begin + BUILD_BATCH]
-            fresh.add_with_ids(np.ascontiguousarray(data[chosen]), id_map[chosen])
-        del data
+        for begin, vectors in self._rows():
+            ids = id_map[begin : begin + len(vectors)]
+            live = ids != TOMBSTONE
+            if live.any():
+                fresh.add_with_ids(np.ascontiguousarray(vectors[live]), ids[live])
+        self.__dict__.update(VectorIndex(fresh, threshold=self.threshold, ef_search=self.ef_search).__dict__)
+
+    def _reencode(self) -> None:
+        """The same graph (neighbours, levels, entry point) and id map, over vectors stored as `HNSW_STORAGE`."""
+        self._own()  # the copied graph must not point into a mapped file
+        fresh = _hnsw(self.dimension)
+        inner = faiss.downcast_index(fresh.index)
+        inner.hnsw = self._inner.hnsw  # a copy of the C++ struct
+        storage = faiss.downcast_index(inner.storage)
+        for _, vectors in self._rows():
+            storage.add(vectors)
+        inner.ntotal = fresh.ntotal = storage.ntotal
+        faiss.copy_array_to_vector(faiss.vector_to_array(self._index.id_map), fresh.id_map)  # tombstones included
+        fresh.construct_rev_map()
         self.__dict__.update(VectorIndex(fresh, threshold=self.threshold, ef_search=self.ef_search).__dict__)
 
 
@@ -248,9 +277,24 @@ def _flat(dimension: int) -> faiss.IndexIDMap2:
 
 
 def _hnsw(dimension: int) -> faiss.IndexIDMap2:
-    inner = faiss.IndexHNSWFlat(dimension, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    if HNSW_STORAGE == "fp16":
+        inner = faiss.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_fp16, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    else:
+        inner = faiss.IndexHNSWFlat(dimension, HNSW_M, faiss.METRIC_INNER_PRODUCT)
     inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
     return _id_map(inner)
+
+
+def _kind_and_storage(inner: faiss.Index) -> tuple[Kind, Storage]:
+    if isinstance(inner, faiss.IndexHNSWFlat):
+        return "hnsw", "fp32"
+    if isinstance(inner, faiss.IndexHNSWSQ):
+        quantizer = faiss.downcast_index(inner.storage).sq
+        if quantizer.qtype == faiss.ScalarQuantizer.QT_fp16 and inner.metric_type == faiss.METRIC_INNER_PRODUCT:
+            return "hnsw", "fp16"
+    elif isinstance(inner, faiss.IndexFlat):
+        return "flat", "fp32"
+    raise TypeError(f"unsupported FAISS index {type(inner).__name__} inside the id map")
 
 
 def _id_map(inner: faiss.Index) -> faiss.IndexIDMap2:

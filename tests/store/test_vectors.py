@@ -52,6 +52,7 @@ def test_remove_then_add_keeps_other_ids_and_round_trips(tmp_path):
 
 THRESHOLD = 50
 IDS = np.arange(1, 201) * 7 + 1000  # sparse int64 ids, like chunk ids
+FP16_ATOL = 1e-3  # a graph stores its vectors as float16: relative rounding 2^-11 of components below 1
 
 
 def grown(n, threshold=THRESHOLD, d=16):
@@ -100,7 +101,7 @@ def test_hnsw_keeps_chunk_ids_and_reconstructs_by_id():
     for row in (0, 57, 119):
         assert index.search(vectors[row], 1)[0][0] == IDS[row]
     assert set(ids_of(index.search(vectors[3], 500))) == set(IDS[:120].tolist())  # k above efSearch and size
-    assert np.allclose(index.reconstruct(IDS[[5, 80]]), vectors[[5, 80]], atol=1e-6)
+    assert np.allclose(index.reconstruct(IDS[[5, 80]]), vectors[[5, 80]], atol=FP16_ATOL)
     assert index.reconstruct(np.array([], dtype=np.int64)).shape == (0, 16)
 
 
@@ -128,7 +129,7 @@ def test_many_removals_rebuild_the_graph_from_its_live_vectors(tmp_path):
     index.remove(IDS[:20])  # 1/6 of the rows: more than TOMBSTONE_LIMIT
     index.write(tmp_path / "v.faiss")
     assert index.kind == "hnsw" and index.tombstones == 0 and len(index) == 100
-    assert np.allclose(index.reconstruct(IDS[[20, 119]]), vectors[[20, 119]], atol=1e-6)
+    assert np.allclose(index.reconstruct(IDS[[20, 119]]), vectors[[20, 119]], atol=FP16_ATOL)
     assert set(ids_of(index.search(vectors[0], 200))) == set(IDS[20:120].tolist())
 
 
@@ -144,7 +145,8 @@ def test_shrinking_goes_back_to_flat_only_below_the_gap(tmp_path):
     loaded = VectorIndex.read(tmp_path / "v.faiss", threshold=THRESHOLD)
     assert loaded.kind == "flat"
     assert set(ids_of(loaded.search(vectors[0], 100))) == set(IDS[20:60].tolist())
-    assert np.allclose(loaded.reconstruct(IDS[[20, 59]]), vectors[[20, 59]], atol=1e-6)
+    # the graph kept its vectors as float16, and they come back at that precision
+    assert np.allclose(loaded.reconstruct(IDS[[20, 59]]), vectors[[20, 59]], atol=FP16_ATOL)
     loaded.add(IDS[60:75], random_vectors(75)[60:])  # and up again
     loaded.write(tmp_path / "w.faiss")
     assert loaded.kind == "hnsw" and len(loaded) == 55
@@ -214,3 +216,73 @@ def test_removing_every_vector_of_a_graph_leaves_an_empty_flat_index(tmp_path):
     loaded = VectorIndex.read(tmp_path / "v.faiss", threshold=THRESHOLD)
     assert (loaded.kind, len(loaded)) == ("flat", 0)
     assert loaded.search(random_vectors(1)[0], 5) == []
+
+
+# float16 storage inside graphs; flat indices stay float32
+
+
+def test_flat_keeps_exact_float32_vectors(tmp_path):
+    index = grown(THRESHOLD - 1)
+    index.write(tmp_path / "v.faiss")
+    loaded = VectorIndex.read(tmp_path / "v.faiss", threshold=THRESHOLD)
+    assert (loaded.kind, loaded.storage) == ("flat", "fp32")
+    assert np.array_equal(loaded.reconstruct(IDS[[0, 48]]), random_vectors(THRESHOLD - 1)[[0, 48]].astype(np.float32))
+
+
+def test_a_graph_stores_float16_and_finds_what_exact_search_finds(tmp_path):
+    d, n, k = 32, 2000, 10
+    rng = np.random.default_rng(4)
+    centres = normalise(rng.normal(size=(40, d)))
+    data = normalise(centres[rng.integers(0, 40, n)] + 0.5 * rng.normal(size=(n, d)) / np.sqrt(d))
+    queries = normalise(centres[rng.integers(0, 40, 50)] + 0.5 * rng.normal(size=(50, d)) / np.sqrt(d))
+    ids = np.arange(n) * 3 + 7
+    graph = VectorIndex.empty(d, threshold=500)
+    graph.add(ids, data)
+    graph.write(tmp_path / "g.faiss")
+    assert (graph.kind, graph.storage) == ("hnsw", "fp16")
+    raw = faiss.read_index(str(tmp_path / "g.faiss"))
+    assert isinstance(faiss.downcast_index(raw.index), faiss.IndexHNSWSQ)  # the file itself records the encoding
+    loaded = VectorIndex.read(tmp_path / "g.faiss", threshold=500)
+    assert (loaded.kind, loaded.storage, len(loaded)) == ("hnsw", "fp16", n)
+    exact = VectorIndex.empty(d, threshold=n + 1)
+    exact.add(ids, data)
+    hits = 0
+    for query in queries:
+        found, expected = loaded.search(query, k), exact.search(query, k)
+        exact_score = dict(exact.search(query, n))
+        tenth = expected[-1][1]
+        hits += len(set(ids_of(found)) & set(ids_of(expected)))
+        for chunk_id, score in found:  # another id only where float16 rounding can swap a near tie
+            assert abs(score - exact_score[chunk_id]) < FP16_ATOL
+            assert chunk_id in ids_of(expected) or exact_score[chunk_id] > tenth - FP16_ATOL
+    assert hits / (len(queries) * k) >= 0.99
+    assert np.allclose(loaded.reconstruct(ids[[0, 999]]), data[[0, 999]], atol=FP16_ATOL)
+
+
+def old_float32_graph(path, monkeypatch, n=120):
+    """A graph as written before float16 storage: IndexHNSWFlat inside the id map."""
+    with monkeypatch.context() as patch:
+        patch.setattr(vectors_module, "HNSW_STORAGE", "fp32")
+        grown(n).write(path)
+    raw = faiss.read_index(str(path))
+    assert isinstance(faiss.downcast_index(raw.index), faiss.IndexHNSWFlat)
+
+
+def test_an_old_float32_graph_is_read_and_reencoded_when_written(tmp_path, monkeypatch):
+    path = tmp_path / "old.faiss"
+    old_float32_graph(path, monkeypatch)
+    digest = file_digest(path)
+    vectors = random_vectors(120)
+    old = VectorIndex.read(path, threshold=THRESHOLD)
+    assert (old.kind, old.storage) == ("hnsw", "fp32")
+    assert np.allclose(old.reconstruct(IDS[[3]]), vectors[[3]], atol=1e-6)
+    before = [ids_of(old.search(q, 10)) for q in vectors[:30]]
+    old.remove(IDS[:2])  # tombstones survive the re-encoding
+    old.write(tmp_path / "new.faiss")
+    assert file_digest(path) == digest
+    new = VectorIndex.read(tmp_path / "new.faiss", threshold=THRESHOLD)
+    assert (new.kind, new.storage, new.tombstones, len(new)) == ("hnsw", "fp16", 2, 118)
+    after = [ids_of(new.search(q, 10)) for q in vectors[:30]]
+    gone = set(IDS[:2].tolist())
+    assert not any(set(hits) & gone for hits in after)
+    assert [[i for i in hits if i not in gone][:5] for hits in before] == [hits[:5] for hits in after]
