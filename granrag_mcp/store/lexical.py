@@ -128,13 +128,14 @@ class LexicalIndex:
             "indices": self.indices,
             "indptr": self.indptr,
             "shape": np.asarray([len(self.ids), len(self.vocabulary)], dtype=np.int64),
-            "vocabulary_sorted": np.asarray(True),
+            "vocabulary_sorted": np.asarray(bool(np.all(self.vocabulary[:-1] <= self.vocabulary[1:]))),
         })
 
     @classmethod
     def read(cls, path: Path, map_from_bytes: int = MAP_FROM_BYTES) -> LexicalIndex:
-        """The index in a file `write` made. From `map_from_bytes` on it is memory-mapped (a mapped search
-        costs ~0.1 ms more in page faults, which only pays off for a large index), else read into memory."""
+        """The index in a file `write` made. From `map_from_bytes` on it is memory-mapped, else read into memory
+        (a mapped search pays a page fault the first time it reads a page: 0.01-0.03 ms a search on SQuAD-A, not
+        worth it for a small index)."""
         arrays = _mapped_npz(path) if path.stat().st_size >= map_from_bytes else None
         if arrays is None:
             with np.load(path, allow_pickle=False) as loaded:
