@@ -27,6 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = "Is the store safe if a process is killed while it commits?"
+ANSWER_DOC = "store.md"
 EXAMPLE_SECTION = re.compile(r"^## Example session\n.*?(?=^## )", re.MULTILINE | re.DOTALL)
 
 
@@ -75,9 +76,10 @@ async def session(store: Path) -> None:
     async with Client(stdio_client(params, errlog=sys.stderr)) as client:
         t = Transcript(client)
         hits = (await t.call("search_narrow", {"query": QUERY, "k": 4, "lexical": True, "max_tokens": 400}))["hits"]
-        top = hits[0]
+        # The agent follows the hit that states the design (store.md), not the test reports around it.
+        top = next((hit for hit in hits if hit["doc_id"] == ANSWER_DOC), hits[0])
         await t.call("expand_window", {"chunk_id": top["chunk_id"], "before": 3, "after": 1, "max_tokens": 300})
-        same_doc = [hit["chunk_id"] for hit in hits if hit["doc_id"] == top["doc_id"]]  # the top hit's document
+        same_doc = [hit["chunk_id"] for hit in hits if hit["doc_id"] == top["doc_id"]]  # that hit's document
         parents = (await t.call("get_parent", {"chunk_ids": same_doc, "max_tokens": 200}))["parents"]
         seen = [hit["chunk_id"] for hit in hits] + [entry["parent"]["chunk_id"] for entry in parents]
         await t.call("rerank", {"query": QUERY, "chunk_ids": seen, "top_n": 2, "max_tokens": 300})
