@@ -345,6 +345,10 @@ def targets(results: dict[str, Any]) -> str:
         for tool in CONTEXT_TOOLS:
             add(f"{tool} p50 <= 5 ms (store >= 10k chunks)", f"{lat[tool]['p50_ms']} ms ({load})",
                 lat[tool]["p50_ms"] <= 5 and large_enough, f"{core_note(tool)}; {size}")
+        if "hrr_search" in lat:
+            add("hrr_search (searches, then a rerank of 20 mids): within the rerank budget, 1.5 s",
+                f"{lat['hrr_search']['p50_ms']} ms ({load})", lat["hrr_search"]["p50_ms"] <= 1500 and large_enough,
+                f"{core_note('hrr_search')}; above the 15 ms of a plain search")
         add("rerank of 20 mids <= 1.5 s (p50, store >= 10k chunks)", f"{lat['rerank']['p50_ms'] / 1000:.3f} s ({load})",
             lat["rerank"]["p50_ms"] <= 1500 and large_enough, f"reranker `{core.get('reranker', '?')}`; {size}")
         cold = tools["cold_start"]
