@@ -82,6 +82,19 @@ def latency_summary(seconds: list[float]) -> dict[str, float]:
     }
 
 
+def recall_and_latency(search, queries, expected, k: int) -> dict[str, Any]:
+    """recall@k of `search(query, k)` (a list of (id, score)) against the exact top-k ids, and its latency."""
+    hits, times = 0, []
+    for query, want in zip(queries, expected):
+        began = time.perf_counter()
+        found = search(query, k)
+        times.append(time.perf_counter() - began)
+        hits += len({i for i, _ in found} & set(want.tolist()))
+    latency = latency_summary(times)
+    return {f"recall_at_{k}": round(hits / (len(queries) * k), 4),
+            "p50_ms": latency["p50_ms"], "p95_ms": latency["p95_ms"], "queries": len(queries)}
+
+
 def dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 

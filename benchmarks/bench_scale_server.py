@@ -70,6 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 import bench_scale_store  # noqa: E402
+from bench_tools import call  # noqa: E402
 import squad_corpus  # noqa: E402
 
 DIM = 384
@@ -430,15 +431,6 @@ def server_params(store: Path):
     return StdioServerParameters(command=str(command), args=["serve", "--store", str(store)], env=env)
 
 
-async def call(client, name: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    began = time.perf_counter()
-    result = await client.call_tool(name, arguments)
-    seconds = time.perf_counter() - began
-    if result.is_error:
-        raise RuntimeError(f"{name}({arguments}) failed: {result.content}")
-    return seconds, result.structured_content or {}
-
-
 async def session(store: Path, questions: list[str], calls: int, errlog_path: Path) -> dict[str, Any]:
     from mcp.client import Client
     from mcp.client.stdio import stdio_client
@@ -493,16 +485,7 @@ def narrow_recall(store: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": index.kind, "storage": getattr(index, "storage", "fp32"),
                            "ef_search": index.ef_search}
     for name in ("questions", "mixture"):
-        queries, expected = truth[f"q_{name}"], truth[f"t_{name}"]
-        hits, times = 0, []
-        for query, want in zip(queries, expected):
-            began = time.perf_counter()
-            found = index.search(query, K)
-            times.append(time.perf_counter() - began)
-            hits += len({i for i, _ in found} & set(want.tolist()))
-        latency = _common.latency_summary(times)
-        out[name] = {"recall_at_10": round(hits / (len(queries) * K), 4), "p50_ms": latency["p50_ms"],
-                     "p95_ms": latency["p95_ms"], "queries": len(queries)}
+        out[name] = _common.recall_and_latency(index.search, truth[f"q_{name}"], truth[f"t_{name}"], K)
     return out
 
 

@@ -273,15 +273,7 @@ def search_child(args: argparse.Namespace) -> dict[str, Any]:
         for name, (queries, truth) in sets.items():
             for q in queries[:5]:
                 index.search(q, K)
-            times, hits = [], 0
-            for q, expected in zip(queries, truth):
-                t0 = time.perf_counter()
-                found = index.search(q, K)
-                times.append(time.perf_counter() - t0)
-                hits += len({i for i, _ in found} & set(expected.tolist()))
-            latency = _common.latency_summary(times)
-            row[name] = {"recall_at_10": round(hits / (len(queries) * K), 4), "p50_ms": latency["p50_ms"],
-                         "p95_ms": latency["p95_ms"], "queries": len(queries)}
+            row[name] = _common.recall_and_latency(index.search, queries, truth, K)
         row["memory_after"] = memory()  # the pages touched so far: this setting and the ones before it
         rows.append(row)
         print(f"[search child] ef={ef}: {json.dumps(row)}", file=sys.stderr, flush=True)

@@ -183,12 +183,20 @@ def test_read_without_mmap_is_a_private_copy(tmp_path):
     assert not loaded.mapped and loaded.kind == "hnsw" and len(loaded) == 80
 
 
+def clustered(d: int, n: int, n_queries: int, n_centres: int, spread: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised vectors and queries drawn around the same random centres."""
+    rng = np.random.default_rng(seed)
+    centres = normalise(rng.normal(size=(n_centres, d)))
+
+    def draw(count: int) -> np.ndarray:
+        return normalise(centres[rng.integers(0, n_centres, count)] + spread * rng.normal(size=(count, d)) / np.sqrt(d))
+
+    return draw(n), draw(n_queries)
+
+
 def test_hnsw_recall_against_exact_search():
     d, n, k = 32, 3000, 10
-    rng = np.random.default_rng(1)
-    centres = normalise(rng.normal(size=(60, d)))
-    data = normalise(centres[rng.integers(0, 60, n)] + 0.6 * rng.normal(size=(n, d)) / np.sqrt(d))
-    queries = normalise(centres[rng.integers(0, 60, 100)] + 0.6 * rng.normal(size=(100, d)) / np.sqrt(d))
+    data, queries = clustered(d, n, 100, n_centres=60, spread=0.6, seed=1)
     ids = np.arange(n) * 5 + 11
     approximate = VectorIndex.empty(d, threshold=1000)
     approximate.add(ids, data)
@@ -231,10 +239,7 @@ def test_flat_keeps_exact_float32_vectors(tmp_path):
 
 def test_a_graph_stores_float16_and_finds_what_exact_search_finds(tmp_path):
     d, n, k = 32, 2000, 10
-    rng = np.random.default_rng(4)
-    centres = normalise(rng.normal(size=(40, d)))
-    data = normalise(centres[rng.integers(0, 40, n)] + 0.5 * rng.normal(size=(n, d)) / np.sqrt(d))
-    queries = normalise(centres[rng.integers(0, 40, 50)] + 0.5 * rng.normal(size=(50, d)) / np.sqrt(d))
+    data, queries = clustered(d, n, 50, n_centres=40, spread=0.5, seed=4)
     ids = np.arange(n) * 3 + 7
     graph = VectorIndex.empty(d, threshold=500)
     graph.add(ids, data)
