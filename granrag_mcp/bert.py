@@ -1,7 +1,8 @@
 """A BERT encoder on torch alone, for the mean-pooling sentence models built on BERT (all-MiniLM-L6-v2 among them).
 
-Importing transformers and building its model takes longer than torch itself (about 2 s of the server's 5 s to
-its first search), and its generic forward costs a few milliseconds per query in Python overhead. A BERT
+Importing transformers and building its model took longer than torch itself: without them the model step of
+the server's start went from 5.1 to 1.3 s and its first search from 6.6 to 2.8 s, and a query's forward from
+8.4 to 6.0 ms (BENCHMARKS.md, session 3). A BERT
 encoder is a short stack of standard layers, so for a checkpoint we can read completely (a `config.json` of
 model type "bert" with absolute positions and exact GELU, weights in `model.safetensors`, a `tokenizer.json`)
 it is built here; any other checkpoint goes to transformers. The vectors match transformers' to 1e-5
