@@ -202,70 +202,44 @@ class View:
         if lexical:
             raw["broad_lexical"] = self.lexical("broad", query, depth)
             raw["narrow_lexical"] = self.lexical("narrow", query, depth)
-        # Each level's lists are mapped together: one catalog query per level crossed for all of them.
-        narrow_names = [name for name in raw if name.startswith("narrow")]
-        broad_names = [name for name in raw if name.startswith("broad")]
-        up = self._mapping(level, "narrow", [i for name in narrow_names for i, _ in raw[name]], vector)
-        lists = {name: [(up[i], score) for i, score in raw[name] if i in up] for name in narrow_names}
+        lists = self._map_lists({n: raw[n] for n in raw if n.startswith("narrow")}, "narrow", level, vector)
         # A broad hit stands for the descendant the sentences point to most strongly (else the closest vector).
         evidence: dict[int, int] = {}
         for mapped in lists.values():
             for position, (chunk_id, _) in enumerate(mapped):
                 evidence[chunk_id] = min(evidence.get(chunk_id, position), position)
-        down = self._mapping(level, "broad", [i for name in broad_names for i, _ in raw[name]], vector, evidence)
-        lists.update({name: [(down[i], score) for i, score in raw[name] if i in down] for name in broad_names})
+        lists.update(self._map_lists({n: raw[n] for n in raw if n.startswith("broad")}, "broad", level, vector,
+                                     evidence))
         fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in weights.items() if n in lists}, k=rrf_k)
         chunks = self._catalog.chunks([item.key for item in fused])
         hits = [Hit(chunks[item.key], item.score, item.contributions) for item in fused]
         return dedupe_by_span(hits)[:k]
 
-    def _map_to_level(
+    def _map_lists(
         self,
-        scored: list[tuple[int, float]],
-        level: Level,
-        vector: np.ndarray,
-        evidence: Mapping[int, int] | None = None,
-    ) -> list[tuple[int, float]]:
-        """Finer hits become their ancestor at `level`; a coarser hit becomes one descendant at `level`:
-        the one ranked best in `evidence` (chunk id -> rank), or else the one whose vector is closest."""
-        if not scored:
-            return []
-        ids = [chunk_id for chunk_id, _ in scored]
-        outline = self._catalog.outline(ids)  # levels and parents only: mapping needs no chunk text
-        if not outline:
-            return []
-        source_level = next(iter(outline.values()))[0]
-        if source_level == level:
-            return scored
-        if LEVELS.index(source_level) > LEVELS.index(level):  # finer than the target: climb
-            ancestors = self.ancestors(ids, level, outline)
-            return [(ancestors[chunk_id], score) for chunk_id, score in scored if chunk_id in ancestors]
-        chosen = self.best_descendants(ids, level, vector, evidence, source_level)
-        return [(chosen[chunk_id], score) for chunk_id, score in scored if chunk_id in chosen]
-
-    def _mapping(
-        self,
-        level: Level,
+        lists: Mapping[str, list[tuple[int, float]]],
         source_level: Level,
-        chunk_ids: Sequence[int],
+        level: Level,
         vector: np.ndarray,
         evidence: Mapping[int, int] | None = None,
-    ) -> dict[int, int]:
-        """Chunk ids of `source_level` -> the chunk each stands for at `level` (see `_map_to_level`)."""
+    ) -> dict[str, list[tuple[int, float]]]:
+        """Ranked lists of `source_level` chunks, each hit replaced by the chunk it stands for at `level`: a finer hit
+        by its ancestor, a coarser one by one descendant (the one ranked best in `evidence`, chunk id -> rank, else
+        the one whose vector is closest). All the lists are mapped together: one catalog query per level crossed."""
+        ids = [chunk_id for scored in lists.values() for chunk_id, _ in scored]
         if source_level == level:
-            return {chunk_id: chunk_id for chunk_id in chunk_ids}
-        if LEVELS.index(source_level) > LEVELS.index(level):
-            return self.ancestors(chunk_ids, level)
-        return self.best_descendants(chunk_ids, level, vector, evidence, source_level)
+            mapped = {chunk_id: chunk_id for chunk_id in ids}
+        elif LEVELS.index(source_level) > LEVELS.index(level):
+            mapped = self.ancestors(ids, level)
+        else:
+            mapped = self.best_descendants(ids, level, vector, evidence, source_level)
+        return {name: [(mapped[i], score) for i, score in scored if i in mapped] for name, scored in lists.items()}
 
-    def ancestors(
-        self, chunk_ids: Iterable[int], level: Level, outline: dict[int, tuple[Level, int | None]] | None = None
-    ) -> dict[int, int]:
+    def ancestors(self, chunk_ids: Iterable[int], level: Level) -> dict[int, int]:
         """For chunks at or below `level`, the id of each one's ancestor at `level` (unknown ids left out); one
-        catalog query per level climbed, reading no chunk text. `outline` may hold rows already read."""
+        catalog query per level climbed, reading no chunk text."""
         current = {chunk_id: chunk_id for chunk_id in chunk_ids}
-        known = dict(outline) if outline is not None else {}
-        known.update(self._catalog.outline([i for i in current if i not in known]))
+        known = self._catalog.outline(list(current))
         while True:
             climbing = {orig: at for orig, at in current.items() if at in known and known[at][0] != level}
             if not climbing:
@@ -423,11 +397,10 @@ class View:
         if unknown:
             raise InvalidInputError(f"unknown weight name(s) {unknown}; use {', '.join(HRR_LISTS)}")
         vector = self.embedder.embed([query])[0]
-        evidence = {
-            "sentence_dense": self._map_to_level(self.dense("narrow", vector, sentence_k), "mid", vector),
-            "sentence_lexical": self._map_to_level(self.lexical("narrow", query, sentence_k), "mid", vector),
-            "mid_lexical": self.lexical("mid", query, mid_k),
-        }
+        sentences = {"sentence_dense": self.dense("narrow", vector, sentence_k),
+                     "sentence_lexical": self.lexical("narrow", query, sentence_k)}
+        evidence = {**self._map_lists(sentences, "narrow", "mid", vector),
+                    "mid_lexical": self.lexical("mid", query, mid_k)}
         first = reciprocal_rank_fusion({**evidence, "mid_dense": self.dense("mid", vector, mid_k)}, k=rrf_k)
         candidates = [item.key for item in first[:rerank_n]]
         chunks = self._catalog.chunks(candidates)
