@@ -20,6 +20,8 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from granrag_mcp.encoders import mean_pool, sentence_texts
+
 WEIGHTS = "model.safetensors"
 TOKENIZER = "tokenizer.json"
 
@@ -115,7 +117,9 @@ class BertModule(nn.Module):
 class BertMeanEncoder:
     """Mean pooling over a BERT checkpoint's token vectors, run by `BertModule`, tokenized by `tokenizers`."""
 
-    def __init__(self, folder: Path, config: dict[str, Any], max_tokens: int, lower_case: bool, device: str = "cpu") -> None:
+    def __init__(
+        self, folder: Path, config: dict[str, Any], max_tokens: int, lower_case: bool, device: str = "cpu"
+    ) -> None:
         from safetensors.torch import load_file
         from tokenizers import Tokenizer
 
@@ -131,12 +135,8 @@ class BertMeanEncoder:
         self._lower_case = lower_case
         self._device = torch.device(device)
 
-    def _prepared(self, texts: list[str]) -> list[str]:
-        texts = [t.strip() for t in texts]  # as sentence-transformers does
-        return [t.lower() for t in texts] if self._lower_case else texts
-
     def _encode(self, texts: list[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch(self._prepared(texts))
+        encodings = self.tokenizer.encode_batch(sentence_texts(texts, self._lower_case))
         limit = self.max_tokens
         # Keep the first tokens and the closing [SEP], as transformers' "longest_first" truncation does.
         return [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
@@ -149,12 +149,11 @@ class BertMeanEncoder:
         for i, row in enumerate(rows):
             ids[i, : len(row)] = row
             mask[i, : len(row)] = 1
-        return {"input_ids": torch.from_numpy(ids).to(self._device), "attention_mask": torch.from_numpy(mask).to(self._device)}
+        return {"input_ids": torch.from_numpy(ids).to(self._device),
+                "attention_mask": torch.from_numpy(mask).to(self._device)}
 
     def pooled(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
-        tokens = self.module(features["input_ids"], features["attention_mask"])
-        mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
-        return (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+        return mean_pool(self.module(features["input_ids"], features["attention_mask"]), features["attention_mask"])
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         return [len(row) for row in self._encode(texts)]

@@ -20,7 +20,6 @@ NORMALIZE = "sentence_transformers.models.Normalize"
 
 class Encoder(Protocol):
     module: Any  # the torch.nn.Module that holds the weights
-    tokenizer: Any  # a Hugging Face fast tokenizer
     dimension: int
     max_tokens: int
 
@@ -53,6 +52,18 @@ class _HuggingFaceTokens:
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         encoded = self.tokenizer(text, return_offsets_mapping=True, add_special_tokens=False, verbose=False)
         return [tuple(offset) for offset in encoded["offset_mapping"]]
+
+
+def sentence_texts(texts: list[str], lower_case: bool) -> list[str]:
+    """Texts as sentence-transformers hands them to its transformer: stripped, lower-cased if the model says so."""
+    texts = [t.strip() for t in texts]
+    return [t.lower() for t in texts] if lower_case else texts
+
+
+def mean_pool(tokens: Any, attention_mask: Any) -> Any:
+    """Token vectors (torch) averaged over the attention mask, as sentence-transformers' Pooling does."""
+    mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
+    return (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
 
 
 def _quiet_transformers() -> None:
@@ -91,7 +102,6 @@ class MeanPoolingEncoder(_HuggingFaceTokens):
 
         _quiet_transformers()
 
-        self._torch = torch
         self.module = AutoModel.from_pretrained(str(folder), local_files_only=True).to(device).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         self.dimension = int(self.module.config.hidden_size)
@@ -100,17 +110,13 @@ class MeanPoolingEncoder(_HuggingFaceTokens):
         self._device = torch.device(device)
 
     def features(self, texts: list[str]) -> Any:
-        texts = [t.strip() for t in texts]  # as sentence-transformers does
-        if self._lower_case:
-            texts = [t.lower() for t in texts]
         return self.tokenizer(
-            texts, padding=True, truncation="longest_first", max_length=self.max_tokens, return_tensors="pt"
+            sentence_texts(texts, self._lower_case), padding=True, truncation="longest_first",
+            max_length=self.max_tokens, return_tensors="pt",
         ).to(self._device)
 
     def pooled(self, features: Any) -> Any:
-        tokens = self.module(**features).last_hidden_state
-        mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
-        return (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+        return mean_pool(self.module(**features).last_hidden_state, features["attention_mask"])
 
 
 class SentenceTransformersEncoder(_HuggingFaceTokens):
