@@ -214,9 +214,10 @@ class VectorIndex:
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
         if not len(ids):
             return np.zeros((0, self.dimension))
-        if any(int(i) < 0 for i in ids):
+        ids = np.asarray(ids, dtype=np.int64)
+        if (ids < 0).any():
             raise ValueError("chunk ids must not be negative")
-        return self._index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
+        return self._index.reconstruct_batch(ids)
 
     # internals
 
