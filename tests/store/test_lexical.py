@@ -1,6 +1,7 @@
 import numpy as np
 
-from granrag_mcp.store.lexical import LexicalIndex, analyse
+from granrag_mcp.store import lexical
+from granrag_mcp.store.lexical import LexicalIndex, analyse, row_type
 
 TEXTS = [
     "The quasar emits radio waves.",
@@ -98,3 +99,41 @@ def test_a_compressed_file_is_read_into_memory(tmp_path):
     assert loaded.data.flags.writeable  # read into memory: mapped arrays are read-only
     for query in QUERIES:
         assert loaded.search(query, 10) == index.search(query, 10)
+
+
+def test_weights_are_stored_in_half_precision_and_rows_in_the_narrowest_type():
+    index = LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS)
+    assert index.data.dtype == np.float16
+    assert index.indices.dtype == np.uint16
+    assert row_type(2**16) is np.uint16  # row numbers 0..65535
+    assert row_type(2**16 + 1) is np.int32
+    assert row_type(2**31 + 1) is np.int64
+
+
+def test_half_precision_weights_rank_as_single_precision_ones(monkeypatch):
+    texts = MORE_TEXTS + [f"Radio survey {i}: quasar {i % 3} seen near bread oven {i % 11}" for i in range(200)]
+    compact = LexicalIndex.build(list(range(len(texts))), texts)
+    monkeypatch.setattr(lexical, "WEIGHT_TYPE", np.float32)
+    monkeypatch.setattr(lexical, "row_type", lambda rows: np.int32)
+    wide = LexicalIndex.build(list(range(len(texts))), texts)
+    assert wide.data.dtype == np.float32 and wide.indices.dtype == np.int32
+    for query in QUERIES + ("radio survey quasar", "oven 7", "galaxy catalogue entry"):
+        got, expected = compact.search(query, 20), wide.search(query, 20)
+        assert len(got) == len(expected)
+        for (_, score), (_, exact) in zip(got, expected):
+            assert abs(score - exact) <= 2e-3 * exact
+        # Only scores equal in float32 to about 3 digits may trade places.
+        exact_of = dict(expected)
+        scores_in_order = [exact_of.get(chunk_id, 0.0) for chunk_id, _ in got]
+        assert all(a >= b * (1 - 2e-3) for a, b in zip(scores_in_order, scores_in_order[1:]))
+
+
+def test_an_index_written_with_single_precision_weights_answers_the_same(tmp_path, monkeypatch):
+    new = LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS)
+    monkeypatch.setattr(lexical, "WEIGHT_TYPE", np.float32)
+    monkeypatch.setattr(lexical, "row_type", lambda rows: np.int32)
+    LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS).write(tmp_path / "wide.npz")
+    old = LexicalIndex.read(tmp_path / "wide.npz", map_from_bytes=0)
+    assert old.data.dtype == np.float32 and old.indices.dtype == np.int32
+    for query in QUERIES:
+        assert [i for i, _ in old.search(query, 10)] == [i for i, _ in new.search(query, 10)]
