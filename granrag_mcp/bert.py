@@ -23,6 +23,11 @@ from torch.nn import functional
 from granrag_mcp.encoders import mean_pool, sentence_texts
 
 WEIGHTS = "model.safetensors"
+QUERY_LENGTH_STEP = 16
+"""A single text is padded (masked) to a multiple of this many tokens. torch keeps compiled kernels and heap
+blocks per input shape, so a server that saw queries of every length from 1 to 249 tokens had grown by 660 MiB
+(bf16); padded, by 44 MiB, for +0.1 ms a query (BENCHMARKS.md, session 4). Batches are not padded: their shapes
+repeat, and padding would cost indexing time."""
 TOKENIZER = "tokenizer.json"
 
 
@@ -144,6 +149,8 @@ class BertMeanEncoder:
     def features(self, texts: list[str]) -> dict[str, torch.Tensor]:
         rows = self._encode(texts)
         width = max(len(row) for row in rows)
+        if len(rows) == 1:  # a query: its length rounded up, see QUERY_LENGTH_STEP
+            width = min(-(-width // QUERY_LENGTH_STEP) * QUERY_LENGTH_STEP, self.max_tokens)
         ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
         for i, row in enumerate(rows):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from granrag_mcp.bert import BertMeanEncoder, readable_config
+from granrag_mcp.bert import QUERY_LENGTH_STEP, BertMeanEncoder, readable_config
 from granrag_mcp.embedding import DEFAULT_MODEL, normalise, resolve_model_location
 from granrag_mcp.encoders import MeanPoolingEncoder, load_encoder
 
@@ -35,6 +35,25 @@ def test_vectors_lengths_and_offsets_match_transformers() -> None:
     assert mine.token_lengths(TEXTS)[2] == 256
     for text in ("Hello  Zürich, émigré!", "  leading and trailing  ", "word " * 300):
         assert mine.token_offsets(text) == theirs.token_offsets(text)
+
+
+def test_a_single_text_is_padded_to_a_few_shapes_and_keeps_its_vector() -> None:
+    encoder = load_encoder(str(BUNDLED))
+    widths = set()
+    for words in range(1, 40):
+        text = "river " * words
+        features = encoder.features([text])
+        width = features["input_ids"].shape[1]
+        assert width % QUERY_LENGTH_STEP == 0 or width == encoder.max_tokens
+        assert int(features["attention_mask"].sum()) == encoder.token_lengths([text])[0]  # padding is masked
+        widths.add(width)
+    assert len(widths) <= 3  # 39 lengths, at most three shapes for torch to keep kernels for
+    assert encoder.features(["word " * 400])["input_ids"].shape[1] == encoder.max_tokens  # never past the window
+    batch = encoder.features(["river", "river " * 20])
+    assert batch["input_ids"].shape[1] == encoder.token_lengths(["river " * 20])[0]  # batches are not padded
+    for text in ("Where is the bridge?", "river " * 17):  # padded alone, as in a batch of one length
+        alone, in_batch = vectors(encoder, [text]), vectors(encoder, [text, "x " * 60])[:1]
+        np.testing.assert_allclose(alone, in_batch, atol=1e-5)
 
 
 def test_a_checkpoint_saved_with_a_task_head_loads_with_its_own_shape(tmp_path: Path) -> None:
