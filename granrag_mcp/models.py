@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from granrag_mcp.chunk import Chunk
 from granrag_mcp.fusion import Contribution
 
 LevelName = Literal["broad", "mid", "narrow"]
+SOURCES_DESCRIPTION = "For fused hits: the contribution of each ranked list (broad_dense, narrow_lexical, ...)."
 
 
 class _Model(BaseModel):
@@ -28,6 +29,14 @@ class Source(_Model):
     rank: int = Field(description="1-based rank of the chunk in that list.")
     score: float = Field(description="Score the chunk had in that list (cosine similarity or BM25).")
     fused: float = Field(description="What this list added to the fused score: weight / (rrf_k + rank).")
+
+
+def _nullable_map_of(model: type[BaseModel], description: str) -> WithJsonSchema:
+    """The JSON schema of `dict[str, model] | None` with the value schema written in place: a client validates
+    every result against the output schema, and the `$ref` and `anyOf` pydantic would emit cost it a third of
+    a fused result's validation (1.7 -> 1.3 ms for nine hits with up to four sources, BENCHMARKS.md session 4)."""
+    return WithJsonSchema({"type": ["object", "null"], "additionalProperties": model.model_json_schema(),
+                           "default": None, "description": description})
 
 
 class Hit(_Model):
@@ -49,8 +58,8 @@ class Hit(_Model):
     parent_id: str | None = Field(description="Id of the enclosing chunk one level up; null for broad chunks.")
     token_count: int = Field(description="Tokens of the whole chunk (cl100k), even when its text was truncated.")
     truncated: bool = Field(False, description="True when the text was cut to fit max_tokens.")
-    sources: dict[str, Source] | None = Field(
-        None, description="For fused hits: the contribution of each ranked list (broad_dense, narrow_lexical, ...)."
+    sources: Annotated[dict[str, Source] | None, _nullable_map_of(Source, SOURCES_DESCRIPTION)] = Field(
+        None, description=SOURCES_DESCRIPTION
     )
     evidence: list[str] | None = Field(
         None, description="For hrr_search: ids of the mid chunks that led to this broad hit, best first."

@@ -250,6 +250,25 @@ def test_search_fused_rrf_reports_every_list(server) -> None:
     assert all(set(h["sources"]) <= {"broad_dense", "narrow_dense"} for h in dense_only["hits"])
 
 
+def test_the_output_schema_spells_out_sources_in_place_and_still_checks_them(server) -> None:
+    async def scenario(client: Client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        result = await call(client, "search_fused", {"query": "engineer Ada Moreau bridge", "k": 3})
+        return tools["search_fused"].output_schema, result
+
+    schema, result = run(server, scenario)
+    sources_schema = schema["$defs"]["Hit"]["properties"]["sources"]
+    assert "$ref" not in json.dumps(sources_schema)  # clients validate every result: no reference to resolve
+    jsonschema.validate(result, schema)
+    hit = result["hits"][0]
+    name = next(iter(hit["sources"]))
+    for bad in ({"rank": 1, "score": 0.5}, {**hit["sources"][name], "extra": 1}, {**hit["sources"][name], "rank": "1"}):
+        broken = {**result, "hits": [{**hit, "sources": {name: bad}}]}
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schema)
+    jsonschema.validate({**result, "hits": [{**hit, "sources": None}]}, schema)
+
+
 def test_search_fused_union_mixes_levels_without_nested_duplicates(server) -> None:
     async def scenario(client: Client):
         return (await call(client, "search_fused",
