@@ -25,9 +25,9 @@ from granrag_mcp.encoders import mean_pool, sentence_texts
 WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16
 """A single text is padded (masked) to a multiple of this many tokens. torch keeps compiled kernels and heap
-blocks per input shape, so a server that saw queries of every length from 1 to 249 tokens had grown by 660 MiB
-(bf16); padded, by 44 MiB, for +0.1 ms a query (BENCHMARKS.md, session 4). Batches are not padded: their shapes
-repeat, and padding would cost indexing time."""
+blocks per input shape, so a process that embedded queries of every length from 1 to 249 tokens had grown by
+660 MiB (bf16); padded, by 44 MiB, for +0.1 ms a query (BENCHMARKS.md, session 4). Batches are not padded: it
+would cost indexing time, and after start-up the default server embeds queries only."""
 TOKENIZER = "tokenizer.json"
 
 

@@ -50,7 +50,7 @@ summed in float64. Indices written with float32 weights are read as they are."""
 
 
 def row_type(rows: int) -> type[np.unsignedinteger] | type[np.signedinteger]:
-    """The narrowest integer type for row numbers below `rows`: two bytes per posting for a level of fewer than
+    """The narrowest integer type for row numbers below `rows`: two bytes per posting for a level of at most
     65,536 chunks (broad and mid levels mostly are), else four."""
     if rows <= 2**16:
         return np.uint16
