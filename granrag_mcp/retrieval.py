@@ -267,11 +267,6 @@ class View:
                     current[n] = CHILD_LEVEL[above]  # type: ignore[assignment]
         return members
 
-    def best_descendant(
-        self, chunk_id: int, level: Level, vector: np.ndarray, evidence: Mapping[int, int] | None = None
-    ) -> int:
-        return self.best_descendants([chunk_id], level, vector, evidence)[chunk_id]
-
     def best_descendants(
         self,
         chunk_ids: Sequence[int],

@@ -205,7 +205,8 @@ def c2p(ctx: StrategyContext) -> Ranking:
     broad = ctx.view.dense("broad", ctx.vector, DENSE_FETCH)
     to_broad = [(h.up["broad"][i], s) for i, s in narrow + mid if i in h.up["broad"]] + broad
     to_mid = [(h.up["mid"][i], s) for i, s in narrow if i in h.up["mid"]] + mid
-    to_mid += [(ctx.view.best_descendant(i, "mid", ctx.vector), s) for i, s in broad[: 2 * NEEDED]]
+    down = ctx.view.best_descendants([i for i, _ in broad[: 2 * NEEDED]], "mid", ctx.vector, source_level="broad")
+    to_mid += [(down[i], s) for i, s in broad[: 2 * NEEDED]]
     return {"broad": _max_merge(to_broad), "mid": _max_merge(to_mid)}
 
 
@@ -224,10 +225,10 @@ def union(ctx: StrategyContext) -> Ranking:
     h = ctx.hierarchy
     hits = ctx.view.search_union(ctx.question, UNION_K)
     broad = h.climb((hit.chunk.id for hit in hits), "broad")
+    down = ctx.view.best_descendants([hit.chunk.id for hit in hits if hit.chunk.level == "broad"], "mid",
+                                     ctx.vector, source_level="broad")
     mid = list(dict.fromkeys(
-        ctx.view.best_descendant(hit.chunk.id, "mid", ctx.vector) if hit.chunk.level == "broad"
-        else h.up["mid"][hit.chunk.id]
-        for hit in hits
+        down[hit.chunk.id] if hit.chunk.level == "broad" else h.up["mid"][hit.chunk.id] for hit in hits
     ))
     return {"broad": broad, "mid": mid}
 
