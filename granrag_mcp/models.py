@@ -16,7 +16,6 @@ from granrag_mcp.chunk import Chunk
 from granrag_mcp.fusion import Contribution
 
 LevelName = Literal["broad", "mid", "narrow"]
-SOURCES_DESCRIPTION = "For fused hits: the contribution of each ranked list (broad_dense, narrow_lexical, ...)."
 
 
 class _Model(BaseModel):
@@ -31,12 +30,12 @@ class Source(_Model):
     fused: float = Field(description="What this list added to the fused score: weight / (rrf_k + rank).")
 
 
-def _nullable_map_of(model: type[BaseModel], description: str) -> WithJsonSchema:
-    """The JSON schema of `dict[str, model] | None` with the value schema written in place: a client validates
-    every result against the output schema, and the `$ref` and `anyOf` pydantic would emit cost it a third of
-    a fused result's validation (1.7 -> 1.3 ms for nine hits with up to four sources, BENCHMARKS.md session 4)."""
-    return WithJsonSchema({"type": ["object", "null"], "additionalProperties": model.model_json_schema(),
-                           "default": None, "description": description})
+def _nullable_map_of(model: type[BaseModel]) -> WithJsonSchema:
+    """The JSON schema of `dict[str, model] | None` with the value schema written in place (the field's
+    description and default are added by pydantic): a client validates every result against the output schema,
+    and the `$ref` and `anyOf` pydantic would emit cost it a third of a fused result's validation (1.7 -> 1.3 ms
+    for nine hits with up to four sources, BENCHMARKS.md session 4)."""
+    return WithJsonSchema({"type": ["object", "null"], "additionalProperties": model.model_json_schema()})
 
 
 class Hit(_Model):
@@ -58,8 +57,8 @@ class Hit(_Model):
     parent_id: str | None = Field(description="Id of the enclosing chunk one level up; null for broad chunks.")
     token_count: int = Field(description="Tokens of the whole chunk (cl100k), even when its text was truncated.")
     truncated: bool = Field(False, description="True when the text was cut to fit max_tokens.")
-    sources: Annotated[dict[str, Source] | None, _nullable_map_of(Source, SOURCES_DESCRIPTION)] = Field(
-        None, description=SOURCES_DESCRIPTION
+    sources: Annotated[dict[str, Source] | None, _nullable_map_of(Source)] = Field(
+        None, description="For fused hits: the contribution of each ranked list (broad_dense, narrow_lexical, ...)."
     )
     evidence: list[str] | None = Field(
         None, description="For hrr_search: ids of the mid chunks that led to this broad hit, best first."
