@@ -143,12 +143,7 @@ class SentenceTransformerEmbedder:
         self._device_type = torch.device(device).type
         self.name = model
         self.precision = resolve_precision(precision)
-        if self.precision == "bf16":
-            # Autocast would cast every Linear weight to bf16 on every call; cast them once instead (the same
-            # numbers, and a single query no longer pays for converting the whole model).
-            for module in self._encoder.module.modules():
-                if isinstance(module, torch.nn.Linear):
-                    module.to(torch.bfloat16)
+        self._encoder.set_precision(self.precision)
         self.dimension = self._encoder.dimension
         self.max_tokens = self._encoder.max_tokens
         self.batch_size = batch_size

@@ -31,6 +31,10 @@ class Encoder(Protocol):
         """One (not yet normalised) vector per text, as a torch tensor; run under torch.inference_mode."""
         ...
 
+    def set_precision(self, precision: str) -> None:
+        """Prepare the weights for "fp32" or "bf16" matrix products (`pooled` then runs under bf16 autocast)."""
+        ...
+
     def token_lengths(self, texts: list[str]) -> list[int]:
         """How many tokens each text gives the model, special tokens included, after truncation."""
         ...
@@ -41,10 +45,22 @@ class Encoder(Protocol):
 
 
 class _HuggingFaceTokens:
-    """token_lengths and token_offsets for an encoder whose `tokenizer` is a transformers fast tokenizer."""
+    """token_lengths, token_offsets and set_precision for an encoder whose `tokenizer` is a transformers fast
+    tokenizer."""
 
+    module: Any
     tokenizer: Any
     max_tokens: int
+
+    def set_precision(self, precision: str) -> None:
+        if precision == "bf16":
+            import torch
+
+            # Autocast would cast every Linear weight to bf16 on every call; cast them once instead (the same
+            # numbers, and a single query no longer pays for converting the whole model).
+            for module in self.module.modules():
+                if isinstance(module, torch.nn.Linear):
+                    module.to(torch.bfloat16)
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         return [min(len(ids), self.max_tokens) for ids in self.tokenizer(texts, verbose=False)["input_ids"]]
