@@ -39,6 +39,7 @@ from granrag_mcp.models import (
 )
 from granrag_mcp.packing import TokenCounter, cut, pack
 from granrag_mcp.settings import Settings, identity_for
+from granrag_mcp.stdio_wire import wire_pipes
 from granrag_mcp.store.manifest import Manifest
 from granrag_mcp.store.store import check_identity, load_manifest, read_current
 
@@ -616,8 +617,9 @@ class RepairingReader:
 
 
 async def serve_stdio(server: MCPServer) -> None:
-    """`server.run("stdio")`, with the read stream repaired (see `RepairingReader`)."""
+    """`server.run("stdio")`, with the read stream repaired (see `RepairingReader`) and, when stdin and stdout are
+    pipes, read and written on the event loop (see `stdio_wire`)."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async does exactly this, unrepaired)
-    async with stdio_server() as (read_stream, write_stream):
+    async with wire_pipes() as (stdin, stdout), stdio_server(stdin, stdout) as (read_stream, write_stream):
         await lowlevel.run(RepairingReader(read_stream, write_stream), write_stream,
                            lowlevel.create_initialization_options())
