@@ -13,28 +13,51 @@ stray ``print`` or a child process cannot corrupt the protocol; both are put bac
 import asyncio
 import logging
 import os
+import socket
 import stat
 import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager, suppress
 
+import anyio
+
 log = logging.getLogger(__name__)
 
 STDIN_FD = 0
 STDOUT_FD = 1
+STDERR_FD = 2
 READ_SIZE = 1 << 16
 # A JSON-RPC line longer than this is dropped (and logged) rather than buffered without end.
 MAX_LINE_BYTES = 64 << 20
 FINAL_FLUSH_SECONDS = 5.0
 
 
-def _is_pipe_or_socket(fd: int) -> bool:
+def _is_socket(fd: int) -> bool:
+    try:
+        return stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def _is_pipe_or_stream_socket(fd: int) -> bool:
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    if stat.S_ISFIFO(mode):
+        return True
+    if not stat.S_ISSOCK(mode):
+        return False
+    with socket.socket(fileno=os.dup(fd)) as probe:
+        return probe.type == socket.SOCK_STREAM
+
+
+def _same_file(fd: int, other: int) -> bool:
+    try:
+        return os.path.sameopenfile(fd, other)
+    except OSError:
+        return False
 
 
 def _backed_by(stream: object, fd: int) -> bool:
@@ -45,13 +68,14 @@ def _backed_by(stream: object, fd: int) -> bool:
 
 
 def wire_is_pipes() -> bool:
-    """Whether this process's stdin and stdout are two distinct pipes or sockets that asyncio can watch."""
+    """Whether this process's stdin and stdout are two distinct pipes or stream sockets that asyncio can watch."""
     if sys.platform == "win32" or not (_backed_by(sys.stdin, STDIN_FD) and _backed_by(sys.stdout, STDOUT_FD)):
         return False
-    if not (_is_pipe_or_socket(STDIN_FD) and _is_pipe_or_socket(STDOUT_FD)):
+    if not (_is_pipe_or_stream_socket(STDIN_FD) and _is_pipe_or_stream_socket(STDOUT_FD)):
         return False
-    # One socket on both descriptors would make the writer take every incoming byte for the peer hanging up.
-    return not os.path.sameopenfile(STDIN_FD, STDOUT_FD)
+    # Not one socket on both (the reader and the writer would share its input), and not stderr on the wire's
+    # pipe (`2>&1`): the writer makes the pipe non-blocking, and a log line could then fail halfway.
+    return not (_same_file(STDIN_FD, STDOUT_FD) or _same_file(STDOUT_FD, STDERR_FD))
 
 
 def _running_on_asyncio() -> bool:
@@ -110,12 +134,16 @@ class LineReader:
 
 
 class _WriteFlow(asyncio.Protocol):
-    """Back-pressure for a write pipe: `drain` waits while the pipe is full and fails once the peer is gone."""
+    """Back-pressure for the wire: `drain` waits until the transport has handed everything to the kernel (its
+    high-water mark is 0) and fails once the peer is gone."""
 
     def __init__(self) -> None:
         self._paused = False
         self._waiters: list[asyncio.Future[None]] = []
         self._lost: BaseException | None = None
+
+    def eof_received(self) -> bool:
+        return True  # a socket peer that shuts down its sending side still reads our answers
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -126,7 +154,12 @@ class _WriteFlow(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = exc or BrokenPipeError("the client closed its end of stdout")
-        self._wake(self._lost)
+        self._wake(self._broken())
+
+    def _broken(self) -> BrokenPipeError:
+        error = BrokenPipeError("the client closed its end of stdout")  # a new one each time: tracebacks pile up
+        error.__cause__ = self._lost
+        return error
 
     def _wake(self, error: BaseException | None) -> None:
         waiters, self._waiters = self._waiters, []
@@ -139,7 +172,7 @@ class _WriteFlow(asyncio.Protocol):
 
     async def drain(self) -> None:
         if self._lost is not None:
-            raise self._lost
+            raise self._broken()
         if self._paused:
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -147,7 +180,7 @@ class _WriteFlow(asyncio.Protocol):
 
 
 class LineWriter:
-    """Text written to a pipe transport; `flush` returns once the pipe has taken it (or raises if it is gone)."""
+    """Text written to the wire; `flush` returns once the kernel has taken all of it (or raises if it is gone)."""
 
     def __init__(self, transport: asyncio.WriteTransport, flow: _WriteFlow) -> None:
         self._transport = transport
@@ -208,15 +241,41 @@ async def wire_pipes() -> AsyncIterator[tuple[LineReader, LineWriter] | tuple[No
             cleanup.close()
             yield None, None
             return
+        # Run in reverse on the way out: transports first, then stray output, then fd 1 and fd 0 put back.
+        cleanup.callback(_flush_stray_output)
         reader = asyncio.StreamReader(limit=READ_SIZE, loop=loop)
         # closefd=False: the descriptors are put back on fd 0 and 1 on exit, then closed by `_release`.
         read_transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(wire_in, "rb", closefd=False))
         cleanup.callback(read_transport.close)
-        write_transport, flow = await loop.connect_write_pipe(_WriteFlow, os.fdopen(wire_out, "wb", closefd=False))
-        cleanup.callback(write_transport.close)
-        yield LineReader(reader), LineWriter(write_transport, flow)
-        # Answers the pipe has not taken yet still belong to the client, if it reads them soon.
-        deadline = loop.time() + FINAL_FLUSH_SECONDS
-        while write_transport.get_write_buffer_size() and not write_transport.is_closing() and loop.time() < deadline:
-            await asyncio.sleep(0.005)
+        write_transport, flow = await _connect_writer(loop, wire_out)
+        # abort, not close: close keeps the descriptor registered with the loop while bytes are pending, and the
+        # descriptor is closed right after; `_deliver` has already sent whatever the client would still take.
+        cleanup.callback(write_transport.abort)
+        try:
+            yield LineReader(reader), LineWriter(write_transport, flow)
+        finally:
+            await _deliver(flow)
+
+
+async def _connect_writer(loop: asyncio.AbstractEventLoop, fd: int) -> tuple[asyncio.WriteTransport, _WriteFlow]:
+    if _is_socket(fd):
+        # A pipe transport on a socket takes any readable event for the peer hanging up; a socket transport with
+        # reading paused does not (its own duplicate of the descriptor, closed with the transport).
+        transport, flow = await loop.connect_accepted_socket(_WriteFlow, socket.socket(fileno=os.dup(fd)))
+        transport.pause_reading()
+    else:
+        transport, flow = await loop.connect_write_pipe(_WriteFlow, os.fdopen(fd, "wb", closefd=False))
+    transport.set_write_buffer_limits(high=0)
+    return transport, flow  # type: ignore[return-value]
+
+
+async def _deliver(flow: _WriteFlow) -> None:
+    """Wait (a bounded time, even when cancelled) for answers the kernel has not taken yet."""
+    with anyio.move_on_after(FINAL_FLUSH_SECONDS, shield=True), suppress(OSError):
+        await flow.drain()
+
+
+def _flush_stray_output() -> None:
+    with suppress(OSError, ValueError):
+        sys.stdout.flush()  # while fd 1 still points at stderr, not at the wire
