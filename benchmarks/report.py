@@ -233,7 +233,7 @@ def section_peer(r: dict[str, Any] | None) -> str:
     return "\n".join(parts)
 
 
-WHOLE_SERVER_RUN = "s6-packed-wire"  # the run of bench_scale_server.py with the store as the code writes it now
+WHOLE_SERVER_RUN = "s6-quiet"  # the run of bench_scale_server.py with the store as the code writes it now
 TWO_GB_MIB = 2 * 10**9 / 2**20
 
 
@@ -260,7 +260,8 @@ def section_scale_server(r: dict[str, Any] | None) -> str:
         "fp16-bm25-mapped: the mapped, aligned BM25 files of 9fe684e; bm25-fp16-u16: BM25 weights in float16 and "
         "2-byte rows where they fit, session 4; m16-*: those, queries padded to 16-token shapes, and the narrow "
         "graph rebuilt with M 16, searched at efSearch 384 or 512; s6-packed-wire: the m16-ef512 store served by the code of "
-        "sessions 5-6, prepacked Linear weights and the event-loop stdio wire). Method and the memory split by mapping: "
+        "sessions 5-6, prepacked Linear weights and the event-loop stdio wire, in a slow phase of the machine; s6-quiet: "
+        "the same after the wire's review fixes, the machine quiet). Method and the memory split by mapping: "
         "[results/scale_server.md](benchmarks/results/scale_server.md).", "",
         table(["run", "git", "load before", "search_narrow p50 ms", "search_broad p50 ms", "search_fused p50 ms",
                "expand_window p50 ms", "RSS after search_narrow MiB", "RSS at the end MiB", "of it private MiB",
