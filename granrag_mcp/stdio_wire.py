@@ -140,7 +140,8 @@ class _WriteFlow(asyncio.Protocol):
     def __init__(self) -> None:
         self._paused = False
         self._waiters: list[asyncio.Future[None]] = []
-        self._lost: BaseException | None = None
+        self._lost = False
+        self._cause: Exception | None = None  # what the transport reported, if anything
 
     def eof_received(self) -> bool:
         return True  # a socket peer that shuts down its sending side still reads our answers
@@ -153,12 +154,12 @@ class _WriteFlow(asyncio.Protocol):
         self._wake(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = exc or BrokenPipeError("the client closed its end of stdout")
+        self._lost, self._cause = True, exc
         self._wake(self._broken())
 
     def _broken(self) -> BrokenPipeError:
         error = BrokenPipeError("the client closed its end of stdout")  # a new one each time: tracebacks pile up
-        error.__cause__ = self._lost
+        error.__cause__ = self._cause
         return error
 
     def _wake(self, error: BaseException | None) -> None:
@@ -171,7 +172,7 @@ class _WriteFlow(asyncio.Protocol):
                     waiter.set_exception(error)
 
     async def drain(self) -> None:
-        if self._lost is not None:
+        if self._lost:
             raise self._broken()
         if self._paused:
             waiter = asyncio.get_running_loop().create_future()
