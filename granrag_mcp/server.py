@@ -6,7 +6,6 @@ a tool called before it is ready waits for it. Nothing here writes to stdout: in
 """
 
 import functools
-import json
 import logging
 import os
 import sys
@@ -16,13 +15,12 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
-from mcp.types import jsonrpc_message_adapter
-from mcp_types import INVALID_REQUEST, CallToolResult, ErrorData, JSONRPCError, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 
 from granrag_mcp import __version__
 from granrag_mcp.errors import GranragError, StoreCorruptError, StoreNotFoundError
@@ -39,7 +37,7 @@ from granrag_mcp.models import (
 )
 from granrag_mcp.packing import TokenCounter, cut, pack
 from granrag_mcp.settings import Settings, identity_for
-from granrag_mcp.stdio_wire import wire_pipes
+from granrag_mcp.stdio_relay import StdioRelay
 from granrag_mcp.store.manifest import Manifest
 from granrag_mcp.store.store import check_identity, load_manifest, read_current
 
@@ -211,38 +209,17 @@ def check_store(settings: Settings) -> Manifest:
     return manifest
 
 
-def one_at_a_time(method: Callable[..., Any], lock: threading.RLock) -> Callable[..., Any]:
-    if getattr(method, "__granrag_guarded__", False):
-        return method
-
-    @functools.wraps(method)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        with lock:
-            return method(*args, **kwargs)
-
-    guarded.__granrag_guarded__ = True  # type: ignore[attr-defined]
-    return guarded
-
-
-def guard_models(engine: "Engine") -> "Engine":
-    """Let one tool call at a time into each model.
-
-    Tool calls run in parallel worker threads, and a Hugging Face fast tokenizer is not thread-safe: every call
-    sets its padding and truncation on the one shared Rust tokenizer, so two calls at once can mix their settings
-    ("Unable to create tensor ... activate truncation and/or padding", or "Already borrowed"; seen under 8 HTTP
-    clients, huggingface/transformers#47085). The embedder's methods and the reranker's `score` are wrapped, on
-    the instances, so every holder of them (views, the embedding reranker) goes through the lock.
-    """
-    lock = threading.RLock()
-    embedder = getattr(engine, "embedder", None)
-    for name in ("embed", "windows"):
-        method = getattr(embedder, name, None)
-        if method is not None:
-            setattr(embedder, name, one_at_a_time(method, lock))
-    reranker = getattr(engine, "reranker", None)
-    if getattr(reranker, "score", None) is not None:
-        reranker.score = one_at_a_time(reranker.score, threading.RLock())  # type: ignore[union-attr]
-    return engine
+async def explain_uninitialized(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Say what to do when a request comes before the handshake; the SDK answers it with an empty "Invalid request
+    parameters" that names neither the cause nor the fix."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        gate = exc.code == INVALID_PARAMS and exc.message == "Invalid request parameters" and exc.error.data == ""
+        if not gate or ctx.session.client_params is not None:
+            raise
+        raise MCPError(INVALID_PARAMS, f"{ctx.method} before the session is initialized: send `initialize`, then "
+                       "`notifications/initialized`, first", data={"method": ctx.method}) from None
 
 
 def load_engine(settings: Settings) -> "Engine":
@@ -279,7 +256,7 @@ class EngineHolder:
 
     def _build(self) -> None:
         try:
-            engine = guard_models(self._factory(self._settings))
+            engine = self._factory(self._settings)
         except GranragError as exc:
             self._error = f"the index could not be loaded: {exc}; restart the server once that is fixed"
             log.error("%s", self._error)
@@ -326,6 +303,7 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], "Engin
         "granrag-mcp", title="granrag-mcp", version=__version__, instructions=INSTRUCTIONS,
         lifespan=lifespan, log_level=settings.log_level,
     )
+    server.middleware.append(explain_uninitialized)
     budget = settings.max_tokens  # the default of every max_tokens argument
 
     def tool(fn: _F) -> _F:
@@ -518,108 +496,7 @@ def run_server(settings: Settings) -> None:
 # --- stdio -------------------------------------------------------------------------------------------------------
 
 
-def _scrub(value: Any) -> Any:
-    """`value` (parsed JSON) with every unpaired surrogate in its strings replaced by U+FFFD."""
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    return value
-
-
-def _problems(error: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in error.errors()[:3])
-
-
-def _parsed_message(error: Exception) -> dict[str, Any] | None:
-    """The message the SDK failed to parse, from its error: the raw line of a JSON error, or the whole object."""
-    if not isinstance(error, ValidationError):
-        log.warning("dropped an unreadable message: %.300s", error)
-        return None
-    for problem in error.errors():
-        value = problem.get("input")
-        if problem.get("type") == "json_invalid" and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except (ValueError, RecursionError):
-                log.warning("dropped a line that is not JSON: %.200r", value)
-                return None
-        if isinstance(value, dict):
-            return value
-    log.warning("dropped a message that is not a JSON-RPC object: %.300s", _problems(error))
-    return None
-
-
-class RepairingReader:
-    """The stdio read stream, with messages the SDK could not parse recovered, or answered, instead of dropped.
-
-    The SDK parses each line with a strict JSON parser and drops what it refuses without a word, so the client
-    waits for an answer forever. A real case: a JavaScript client that cuts a string inside an emoji sends an
-    unpaired surrogate (valid JSON syntax, ``"\\ud83d"``). Such a line is parsed again leniently, its unpaired
-    surrogates become U+FFFD, and it goes on as usual; a request that is still invalid gets a JSON-RPC error
-    with its id. Only lines that are not JSON at all, or carry no id, are dropped (and logged).
-    """
-
-    def __init__(self, inner: Any, write_stream: Any) -> None:
-        self._inner = inner
-        self._write = write_stream
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage | Exception:
-        while True:
-            item = await self._inner.receive()
-            if not isinstance(item, Exception):
-                return item
-            repaired = await self._recover(item)
-            if repaired is not None:
-                return repaired
-
-    async def _recover(self, error: Exception) -> SessionMessage | None:
-        raw = _parsed_message(error)
-        if raw is None:
-            return None
-        try:
-            return SessionMessage(jsonrpc_message_adapter.validate_python(_scrub(raw), by_name=False))
-        except ValidationError as exc:
-            request_id = raw.get("id") if isinstance(raw, dict) else None
-            if "method" not in raw or isinstance(request_id, bool) or not isinstance(request_id, str | int):
-                log.warning("dropped an invalid JSON-RPC message that is not a request: %.300s", _problems(exc))
-                return None
-            log.warning("answered an invalid JSON-RPC request (id %r) with an error: %.300s", request_id,
-                        _problems(exc))
-            error_data = ErrorData(code=INVALID_REQUEST, message=f"invalid JSON-RPC request: {exc.error_count()} "
-                                   "problem(s), such as a method or params of the wrong type")
-            await self._write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=_scrub(request_id), error=error_data)))
-            return None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> "RepairingReader":
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> "RepairingReader":
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
 async def serve_stdio(server: MCPServer) -> None:
-    """`server.run("stdio")`, with the read stream repaired (see `RepairingReader`) and, when stdin and stdout are
-    pipes, read and written on the event loop (see `stdio_wire`)."""
-    lowlevel = server._lowlevel_server  # noqa: SLF001 (MCPServer.run_stdio_async does exactly this, unrepaired)
-    async with wire_pipes() as (stdin, stdout), stdio_server(stdin, stdout) as (read_stream, write_stream):
-        await lowlevel.run(RepairingReader(read_stream, write_stream), write_stream,
-                           lowlevel.create_initialization_options())
+    """The SDK's stdio transport behind `StdioRelay`, which answers the lines the SDK would drop."""
+    with StdioRelay():
+        await server.run_stdio_async()

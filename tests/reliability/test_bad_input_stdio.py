@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from granrag_mcp.stdio_relay import MAX_LINE_BYTES
 from tests.reliability.conftest import RealStore
 from tests.reliability.strategies import Context, invalid_arguments, valid_arguments
 from tests.reliability.support import (
@@ -143,13 +144,21 @@ def call_line(request_id: int, arguments_json: str, tool: str = "search_narrow")
             f'"params":{{"name":"{tool}","arguments":{arguments_json}}}}}').encode()
 
 
+def initialize(server: RawServer) -> None:
+    server.send(server.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                 "clientInfo": {"name": "raw", "version": "0"}}))
+    assert server.receive()["id"] == 1
+    server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+
+def server_log(tmp_path: Path) -> str:
+    return (tmp_path / "server.stderr").read_text(encoding="utf-8", errors="replace")
+
+
 def test_raw_lines_always_get_an_answer(real_store: RealStore, tmp_path: Path) -> None:
     server = RawServer(real_store, tmp_path / "server.stderr")
     try:
-        server.send(server.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                     "clientInfo": {"name": "raw", "version": "0"}}))
-        assert server.receive()["id"] == 1
-        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        initialize(server)
         cases = {
             # valid JSON, but an unpaired surrogate: the SDK's parser refuses it; the server repairs it
             2: (call_line(2, r'{"query":"bridge \ud83d"}'), "result"),
@@ -159,33 +168,94 @@ def test_raw_lines_always_get_an_answer(real_store: RealStore, tmp_path: Path) -
             # invalid UTF-8 bytes (decoded with replacement characters)
             6: (call_line(6, '{"query":"bad XX bytes"}').replace(b"XX", b"\xff\xfe"), "result"),
             # requests the SDK cannot parse at all: answered with an error for their id, not dropped
-            7: (b'{"jsonrpc":"2.0","id":7,"method":5}', "rpc-error"),
-            8: (b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"\\ud800"}', "rpc-error"),
+            7: (b'{"jsonrpc":"2.0","id":7,"method":5}', "invalid-request"),
+            8: (b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"\\ud800"}', "invalid-request"),
             # a 5 MB query: refused by the input schema
             9: (call_line(9, json.dumps({"query": "z" * 5_000_000})), "tool-error"),
             10: (call_line(10, '{"query":"x","k":1e400}'), "tool-error"),
+            # a line cut short (the client died mid-write, or a buffer split it): a parse error with its id
+            12: (call_line(12, '{"query":"bridge"}')[:60], "parse-error"),
+            13: (b'{"jsonrpc":"2.0","id":"thirteen","method":"tools/list","params":{"cursor":', "parse-error"),
+            14: (call_line(14, '{"query":"x","k":NaN}'), "parse-error"),
         }
         for request_id, (line, expected) in cases.items():
             server.send(line)
             answer = server.receive()
             assert answer is not None, f"no answer to request {request_id}: the client would hang"
-            assert answer["id"] == request_id, answer
-            if expected == "rpc-error":
-                assert answer["error"]["code"] == -32600
+            wanted_id = "thirteen" if request_id == 13 else request_id
+            assert answer["id"] == wanted_id, answer
+            if expected in ("invalid-request", "parse-error"):
+                assert answer["error"]["code"] == (-32600 if expected == "invalid-request" else -32700), answer
+                assert answer["error"]["message"].strip()
             else:
                 result = answer["result"]
                 assert result["isError"] is (expected == "tool-error"), (request_id, result)
                 assert result["content"][0]["text"].strip() and not result["content"][0]["text"].strip().endswith(
                     "Error executing tool search_narrow")
-        for line in [b"not json at all", b"[1, 2]", b'{"jsonrpc":"2.0","method":"notifications/unknown"}', b"",
+        # what has no id that can be read is answered with id null, as JSON-RPC asks
+        for line, code in [(b"not json at all", -32700), (b"[1, 2]", -32600), (b'{"jsonrpc":"2.0","id":1.5,'
+                           b'"method":"ping"}', -32600), (b'{"jsonrpc":"2.0","id":[3],"method":"ping"}', -32600),
+                           (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600)]:
+            server.send(line)
+            answer = server.receive()
+            assert answer is not None and answer["id"] is None and answer["error"]["code"] == code, (line, answer)
+        for line in [b'{"jsonrpc":"2.0","method":"notifications/unknown"}', b"", b"   ",
                      b'{"jsonrpc":"2.0","id":99,"result":{}}']:
-            server.send(line)  # no id to answer: dropped and logged, never a crash
+            server.send(line)  # valid notifications, responses and blank lines need no answer
         server.send(call_line(11, '{"query":"Zephyr Bridge engineer","k":1}'))
         answer = server.receive()
         assert answer["id"] == 11 and "Zephyr" in answer["result"]["structuredContent"]["hits"][0]["text"]
     finally:
         server.close()
-    log = (tmp_path / "server.stderr").read_text(encoding="utf-8", errors="replace")
+    log = server_log(tmp_path)
     assert "Traceback" not in log, log[-3000:]
-    assert "dropped a line that is not JSON" in log and "answered an invalid JSON-RPC request (id 7)" in log
+    assert "answered a line that is not JSON (id 12)" in log and "answered an invalid JSON-RPC message (id 7)" in log
     assert server.process.returncode == 0
+
+
+def test_a_request_before_initialize_is_told_to_initialize(real_store: RealStore, tmp_path: Path) -> None:
+    server = RawServer(real_store, tmp_path / "server.stderr")
+    try:
+        server.send(call_line(1, '{"query":"bridge"}'))
+        answer = server.receive()
+        assert answer is not None and answer["id"] == 1, answer
+        assert answer["error"]["code"] == -32602 and "initialize" in answer["error"]["message"], answer
+        assert answer["error"]["data"] == {"method": "tools/call"}
+        initialize(server)
+        server.send(call_line(2, '{"query":"Zephyr Bridge engineer","k":1}'))
+        assert server.receive()["result"]["isError"] is False
+    finally:
+        server.close()
+    assert server.process.returncode == 0 and "Traceback" not in server_log(tmp_path)
+
+
+def test_a_line_over_the_limit_is_answered_not_dropped(real_store: RealStore, tmp_path: Path) -> None:
+    server = RawServer(real_store, tmp_path / "server.stderr")
+    try:
+        initialize(server)
+        head = b'{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"search_narrow","arguments":'
+        server.send(head + b'{"query":"' + b"y" * (MAX_LINE_BYTES + 10) + b'"}}}')
+        answer = server.receive(timeout=120)
+        assert answer is not None and answer["id"] == 21, answer
+        assert answer["error"]["code"] == -32600 and "MiB" in answer["error"]["message"]
+        server.send(call_line(22, '{"query":"Zephyr Bridge engineer","k":1}'))  # the stream is still in step
+        assert server.receive()["id"] == 22
+    finally:
+        server.close()
+    assert server.process.returncode == 0 and "Traceback" not in server_log(tmp_path)
+
+
+def test_a_client_that_closes_stdout_ends_the_server_cleanly(real_store: RealStore, tmp_path: Path) -> None:
+    server = RawServer(real_store, tmp_path / "server.stderr")
+    try:
+        initialize(server)
+        server.process.stdout.close()  # the client stops reading, then asks for a large answer
+        server.send(call_line(2, '{"query":"bridge","k":50,"max_tokens":100000}'))
+        server.send(call_line(3, '{"query":"engineer","k":50,"max_tokens":100000}'))
+        assert server.process.wait(timeout=120) == 0
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+        server._stderr.close()
+    log = server_log(tmp_path)
+    assert "Traceback" not in log and "closed the server's stdout" in log, log[-3000:]
