@@ -196,6 +196,7 @@ def core_latency(store: Path, questions: list[str], calls: int, heavy_calls: int
                  tools: tuple[str, ...] = TOOLS) -> dict[str, Any]:
     """The same kinds of calls straight on the retrieval core, in this process (no MCP, no packing)."""
     from granrag_mcp.engine import Engine
+    from granrag_mcp.retrieval.level_search import search_level
     from granrag_mcp.settings import Settings
 
     if SERVER_THREADS is not None:
@@ -209,9 +210,9 @@ def core_latency(store: Path, questions: list[str], calls: int, heavy_calls: int
     view = engine.view()
     narrow_ids, mid_lists = [], []
     for q in questions[-40:]:
-        hits = view.search(q, "narrow", 10)
+        hits = search_level(view, q, "narrow", 10)
         narrow_ids += [h.chunk.public_id for h in hits]
-        mid_lists.append([h.chunk.public_id for h in view.search(q, "mid", 20)])
+        mid_lists.append([h.chunk.public_id for h in search_level(view, q, "mid", 20)])
     narrow_ids = list(dict.fromkeys(narrow_ids))
     block = calls + WARMUP
 
@@ -261,6 +262,7 @@ def thread_ab(store: Path, questions: list[str], rounds: int = 4, per_round: int
     import torch
 
     from granrag_mcp.engine import Engine
+    from granrag_mcp.retrieval.level_search import search_level
     from granrag_mcp.settings import Settings
 
     engine = Engine(Settings(store=store, log_level="WARNING"), load_reranker_now=False)
@@ -272,10 +274,10 @@ def thread_ab(store: Path, questions: list[str], rounds: int = 4, per_round: int
             faiss.omp_set_num_threads(threads)
             for q in questions[number * per_round : (number + 1) * per_round]:
                 began = time.perf_counter()
-                view.search(q, "narrow", 10)
+                search_level(view, q, "narrow", 10)
                 times[threads].append(time.perf_counter() - began)
     return {f"{t}_thread": _common.latency_summary(v) for t, v in times.items()} | {
-        "what": "in-process View.search(level narrow, k=10): query embedding + FAISS + catalog, alternating rounds of "
+        "what": "in-process search_level(level narrow, k=10): query embedding + FAISS + catalog, alternating rounds of "
                 f"{per_round} queries with 1 and 2 threads ({rounds} rounds each)"}
 
 
@@ -292,9 +294,9 @@ def startup_breakdown_child(store: Path, question: str) -> None:
         steps[name] = round(now - t, 3)
         t = now
 
-    import granrag_mcp.server  # noqa: F401  (mcp, pydantic, faiss, numpy, the retrieval core)
-    step("import granrag_mcp.server")
-    from granrag_mcp.server import build_server, check_store
+    import granrag_mcp.server.app  # noqa: F401  (mcp, pydantic, faiss, numpy, the retrieval core)
+    step("import granrag_mcp.server.app")
+    from granrag_mcp.server.app import build_server, check_store
     from granrag_mcp.settings import Settings
 
     settings = Settings(store=store, log_level="WARNING")
@@ -317,11 +319,12 @@ def startup_breakdown_child(store: Path, question: str) -> None:
 
     live = LiveStore(settings.store, identity_for(settings, embedder.dimension))
     step("open store (checksums, FAISS, BM25, SQLite)")
-    from granrag_mcp.retrieval import View
+    from granrag_mcp.retrieval.level_search import search_level
+    from granrag_mcp.retrieval.view import View
 
-    View(live.snapshot(), embedder, reranker).search(question, "narrow", 10)
+    search_level(View(live.snapshot(), embedder, reranker), question, "narrow", 10)
     step("first search_narrow on the core")
-    View(live.snapshot(), embedder, reranker).search(question + " again", "narrow", 10)
+    search_level(View(live.snapshot(), embedder, reranker), question + " again", "narrow", 10)
     step("second search_narrow on the core")
     print(json.dumps(steps))
 

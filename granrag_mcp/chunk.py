@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 from granrag_mcp.errors import InvalidInputError
-
-Level = Literal["broad", "mid", "narrow"]
-LEVELS: tuple[Level, ...] = get_args(Level)
-PARENT_LEVEL: dict[Level, Level | None] = {"broad": None, "mid": "broad", "narrow": "mid"}
-CHILD_LEVEL: dict[Level, Level | None] = {"broad": "mid", "mid": "narrow", "narrow": None}
+from granrag_mcp.levels import LEVELS, Level, parent_of
 
 MAX_QUERY_CHARS = 4000
 """Longest query a tool accepts."""
 
-_CHUNK_ID = re.compile(r"^(broad|mid|narrow):(\d{1,18})$")
+_EXAMPLES = [f"'{level}:{number}'" for level, number in zip(LEVELS, (12, 40, 311, 1024, 2048))]
+EXAMPLE_IDS = f"{', '.join(_EXAMPLES[:-1])} or {_EXAMPLES[-1]}"
+"""Chunk ids as messages show them: 'broad:12', 'mid:40' or 'narrow:311'."""
+_CHUNK_ID = re.compile(rf"^({'|'.join(LEVELS)}):(\d{{1,18}})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +49,7 @@ class Chunk:
 
     @property
     def public_parent_id(self) -> str | None:
-        parent_level = PARENT_LEVEL[self.level]
+        parent_level = parent_of(self.level)
         if parent_level is None or self.parent_id is None:
             return None
         return format_chunk_id(parent_level, self.parent_id)
@@ -66,7 +64,7 @@ def parse_chunk_id(value: str) -> tuple[Level, int]:
     match = _CHUNK_ID.match(value.strip()) if isinstance(value, str) else None
     if match is None:
         raise InvalidInputError(
-            f"malformed chunk id {value!r}: ids look like 'broad:12', 'mid:40' or 'narrow:311'; "
+            f"malformed chunk id {value!r}: ids look like {EXAMPLE_IDS}; "
             "take them from the chunk_id field of a search result"
         )
     return match.group(1), int(match.group(2))  # type: ignore[return-value]

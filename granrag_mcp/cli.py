@@ -245,11 +245,12 @@ def cmd_status(args: argparse.Namespace, settings) -> int:
 def cmd_search(args: argparse.Namespace, settings) -> int:
     from granrag_mcp.engine import Engine
     from granrag_mcp.errors import InvalidInputError
+    from granrag_mcp.retrieval.level_search import search_level
 
     if not 1 <= args.k <= 100:
         raise InvalidInputError(f"-k must be between 1 and 100, got {args.k}")
     engine = Engine(settings, load_reranker_now=False)
-    hits = engine.view().search(args.query, args.level, args.k, lexical=args.lexical)
+    hits = search_level(engine.view(), args.query, args.level, args.k, lexical=args.lexical)
     if args.json:
         rows = [{"chunk_id": h.chunk.public_id, "doc_id": h.chunk.doc_id, "start": h.chunk.start,
                  "end": h.chunk.end, "score": h.score, "text": h.chunk.text} for h in hits]
@@ -286,7 +287,7 @@ def cmd_serve(args: argparse.Namespace, settings) -> int:
     if args.index_if_empty is not None and read_current(settings.store) is None:
         log.info("no index in %s yet: indexing %s first", settings.store, args.index_if_empty)
         run_index([args.index_if_empty], settings)
-    from granrag_mcp.server import run_server
+    from granrag_mcp.server.app import run_server
 
     run_server(settings)
     return 0

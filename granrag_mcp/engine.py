@@ -9,7 +9,7 @@ import faiss
 from granrag_mcp.embedding import Embedder, SentenceTransformerEmbedder, set_model_threads
 from granrag_mcp.errors import StoreNotFoundError
 from granrag_mcp.rerank import Reranker, load_reranker
-from granrag_mcp.retrieval import View
+from granrag_mcp.retrieval.view import View
 from granrag_mcp.settings import Settings, identity_for
 from granrag_mcp.store.live import LiveStore
 from granrag_mcp.store.store import read_current

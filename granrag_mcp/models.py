@@ -13,9 +13,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from granrag_mcp.chunk import Chunk
-from granrag_mcp.fusion import Contribution
+from granrag_mcp.levels import Level
+from granrag_mcp.retrieval.fusion import Contribution
 
-LevelName = Literal["broad", "mid", "narrow"]
 
 
 class _Model(BaseModel):
@@ -45,7 +45,7 @@ class Hit(_Model):
         description="Public id such as 'mid:42': pass it to expand_window, get_parent, rerank, get_chunks."
     )
     doc_id: str = Field(description="Document the chunk comes from (its path relative to the indexed folder).")
-    level: LevelName = Field(
+    level: Level = Field(
         description="broad (a long passage), mid (a paragraph or so, inside a broad chunk) or narrow (one "
         "sentence, inside a mid chunk)."
     )

@@ -37,6 +37,8 @@ SENTENCE_WINDOW_TOKENS = 100
 
 class Reranker(Protocol):
     name: str
+    reads_sentence_vectors: bool
+    """True: it scores chunks of the index from their stored sentence vectors (`score_sentences`)."""
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         """One relevance score per passage, in the order given; higher is more relevant."""
@@ -74,6 +76,8 @@ class CrossEncoderReranker:
 
     Scores are the model's raw logits (no sigmoid), so strong matches do not saturate into ties.
     """
+
+    reads_sentence_vectors = False
 
     def __init__(self, model: str, batch_size: int = 32, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -139,6 +143,8 @@ class EmbeddingReranker:
 
     A blank passage (no windows) is embedded as it is, as a single window.
     """
+
+    reads_sentence_vectors = False
 
     def __init__(
         self,
@@ -237,6 +243,8 @@ class SentenceWindowReranker:
     and a few hundred dot products instead of embedding ~150 windows. Texts not from the index (`score`) are
     handed to an `EmbeddingReranker`.
     """
+
+    reads_sentence_vectors = True
 
     def __init__(
         self, embedder: Embedder, window_tokens: int = SENTENCE_WINDOW_TOKENS, mean_weight: float = MEAN_WINDOW_WEIGHT

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from granrag_mcp.fusion import Contribution, FusedItem, reciprocal_rank_fusion
+from granrag_mcp.retrieval.fusion import Contribution, FusedItem, reciprocal_rank_fusion
 
 
 def by_key(items: list[FusedItem[str]]) -> dict[str, FusedItem[str]]:

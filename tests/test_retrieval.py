@@ -4,7 +4,15 @@ from granrag_mcp.chunk import format_chunk_id
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.rerank import EmbeddingReranker, SentenceWindowReranker
 from granrag_mcp.chunk import MAX_QUERY_CHARS
-from granrag_mcp.retrieval import View, overlap_share
+from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
+from granrag_mcp.retrieval.level_search import search_level
+from granrag_mcp.retrieval.parents import find_parents
+from granrag_mcp.retrieval.rerank import rerank
+from granrag_mcp.retrieval.rrf import search_rrf
+from granrag_mcp.retrieval.spans import overlap_share
+from granrag_mcp.retrieval.union import search_union
+from granrag_mcp.retrieval.view import View
+from granrag_mcp.retrieval.window import expand_window
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
@@ -38,7 +46,7 @@ def test_the_long_document_has_overlapping_broad_chunks(view):
 
 
 def test_search_finds_the_passage_and_never_returns_copies_of_one_span(view):
-    hits = view.search("turbine works", "narrow", 10)
+    hits = search_level(view, "turbine works", "narrow", 10)
     assert "turbine" in hits[0].chunk.text
     for i, a in enumerate(hits):
         for b in hits[i + 1 :]:
@@ -52,19 +60,19 @@ def test_sentences_duplicated_by_the_overlap_exist_but_come_back_once(view):
     assert duplicated, "the corpus should contain sentences repeated by the broad overlap"
     start, end = next(iter(duplicated))
     text = next(c.text for c in narrow if (c.start, c.end) == (start, end))
-    hits = view.search(text, "narrow", 10)
+    hits = search_level(view, text, "narrow", 10)
     assert sum((h.chunk.start, h.chunk.end) == (start, end) for h in hits) == 1
 
 
 def test_k_is_capped_and_levels_are_respected(view):
     for level in ("broad", "mid", "narrow"):
-        hits = view.search("sourdough bread oven", level, 100)
+        hits = search_level(view, "sourdough bread oven", level, 100)
         assert hits and all(h.chunk.level == level for h in hits)
         assert len(hits) <= view.snapshot.manifest.counts[level]
 
 
 def test_lexical_search_fuses_and_reports_both_lists(view):
-    hits = view.search("gearbox", "mid", 5, lexical=True)
+    hits = search_level(view, "gearbox", "mid", 5, lexical=True)
     assert "gearbox" in hits[0].chunk.text
     assert set(hits[0].sources) <= {"mid_dense", "mid_lexical"} and hits[0].sources
 
@@ -72,7 +80,7 @@ def test_lexical_search_fuses_and_reports_both_lists(view):
 def test_union_never_repeats_a_narrow_hit_inside_a_returned_broad_hit(view):
     mixed = 0
     for query in ("how the boiler works", "telescope redshift", "anchor sandy bay", "dough rise overnight"):
-        hits = view.search_union(query, 4)
+        hits = search_union(view, query, 4)
         broads = [h.chunk for h in hits if h.chunk.level == "broad"]
         narrows = [h.chunk for h in hits if h.chunk.level == "narrow"]
         mixed += bool(broads and narrows)
@@ -86,7 +94,7 @@ def test_union_never_repeats_a_narrow_hit_inside_a_returned_broad_hit(view):
 
 @pytest.mark.parametrize("level", ["broad", "mid", "narrow"])
 def test_rrf_maps_every_list_to_the_requested_level(view, level):
-    hits = view.search_rrf("telescope quasar", 5, level=level)
+    hits = search_rrf(view, "telescope quasar", 5, level=level)
     assert hits and all(h.chunk.level == level for h in hits)
     assert "astronomy" in hits[0].chunk.doc_id
     for hit in hits:
@@ -95,23 +103,23 @@ def test_rrf_maps_every_list_to_the_requested_level(view, level):
 
 
 def test_rrf_weights_change_the_contributions_and_unknown_names_are_refused(view):
-    plain = view.search_rrf("anchor harbour", 5, level="mid")
-    dense_only = view.search_rrf("anchor harbour", 5, level="mid", weights={"broad_lexical": 0, "narrow_lexical": 0})
+    plain = search_rrf(view, "anchor harbour", 5, level="mid")
+    dense_only = search_rrf(view, "anchor harbour", 5, level="mid", weights={"broad_lexical": 0, "narrow_lexical": 0})
     for hit in dense_only:
         for name, contribution in hit.sources.items():
             if name.endswith("lexical"):
                 assert contribution.fused == 0
     assert plain[0].score != dense_only[0].score
     with pytest.raises(InvalidInputError, match="unknown weight"):
-        view.search_rrf("x", 5, weights={"mid_dense": 1.0})
+        search_rrf(view, "x", 5, weights={"mid_dense": 1.0})
 
 
 def test_expand_window_returns_neighbours_in_document_order_clipped_at_the_ends(view):
     narrow = sorted({(c.start, c.end): c for c in engine_chunks(view, "narrow")}.values(), key=lambda c: c.start)
     first, middle = narrow[0], narrow[len(narrow) // 2]
-    window = view.expand_window(first.public_id, before=2, after=2)
+    window = expand_window(view, first.public_id, before=2, after=2)
     assert window.members[0].id == first.id and len(window.members) == 3
-    window = view.expand_window(middle.public_id, before=3, after=3)
+    window = expand_window(view, middle.public_id, before=3, after=3)
     starts = [m.start for m in window.members]
     assert starts == sorted(starts) and len(window.members) == 7
     assert middle.id in [m.id for m in window.members]
@@ -123,7 +131,7 @@ def test_expand_window_returns_neighbours_in_document_order_clipped_at_the_ends(
 
 def test_expand_window_at_mid_level_covers_the_overlap_once(view):
     mids = engine_chunks(view, "mid")
-    window = view.expand_window(mids[len(mids) // 2].public_id, before=20, after=20)
+    window = expand_window(view, mids[len(mids) // 2].public_id, before=20, after=20)
     text = view.snapshot.catalog.document_text("engine.md")
     assert window.start == 0 and window.end == len(text.rstrip()) or window.end == len(text)
     assert window.text == text[window.start : window.end]
@@ -133,7 +141,7 @@ def test_get_parent_deduplicates_and_counts_children(view):
     mids = engine_chunks(view, "mid")
     parent_id = mids[0].parent_id
     siblings = [m for m in mids if m.parent_id == parent_id]
-    result = view.parents([m.public_id for m in siblings[:2]])
+    result = find_parents(view, [m.public_id for m in siblings[:2]])
     assert len(result.parents) == 1
     group = result.parents[0]
     assert group.parent.id == parent_id and group.children_total == len(siblings)
@@ -147,7 +155,7 @@ def test_auto_merging_replaces_children_only_above_the_threshold(view):
         by_parent.setdefault(m.parent_id, []).append(m)
     full, other = [group for group in by_parent.values() if len(group) >= 2][:2]
     ids = [m.public_id for m in full] + [other[0].public_id]
-    result = view.parents(ids, merge_threshold=0.6)
+    result = find_parents(view, ids, merge_threshold=0.6)
     assert [g.parent.id for g in result.parents] == [full[0].parent_id]
     assert [c.id for c in result.kept] == [other[0].id]
 
@@ -155,19 +163,19 @@ def test_auto_merging_replaces_children_only_above_the_threshold(view):
 def test_get_parent_of_a_broad_chunk_is_an_error(view):
     broad = engine_chunks(view, "broad")[0]
     with pytest.raises(InvalidInputError, match="no parent"):
-        view.parents([broad.public_id])
+        find_parents(view, [broad.public_id])
 
 
 def test_rerank_sorts_and_names_the_reranker(view):
     mids = view.snapshot.catalog.chunks_of_level("mid")
-    result = view.rerank("sailboat mainsail wind", [m.public_id for m in mids], top_n=3)
+    result = rerank(view, "sailboat mainsail wind", [m.public_id for m in mids], top_n=3)
     assert result.reranker == "embedding-fallback:fake-hash-embedder"
     assert len(result.hits) == 3 and "sail" in result.hits[0].chunk.text
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
 
 
 def test_hrr_returns_broad_parents_with_their_mid_evidence(view):
-    result = view.hrr_search("knead the dough", k=3)
+    result = hrr_search(view, "knead the dough", k=3)
     assert result.hits and all(h.chunk.level == "broad" for h in result.hits)
     assert result.hits[0].chunk.doc_id == "cooking.txt"
     for hit in result.hits:
@@ -194,7 +202,7 @@ def test_unknown_ids_and_ids_of_another_level_are_refused(view):
 @pytest.mark.parametrize("query", ["", "   \n", "x" * (MAX_QUERY_CHARS + 1)])
 def test_bad_queries_are_refused(view, query):
     with pytest.raises(InvalidInputError):
-        view.search(query, "narrow", 5)
+        search_level(view, query, "narrow", 5)
 
 
 def test_list_documents_filters_by_prefix_and_pages(view):
@@ -207,14 +215,14 @@ def test_list_documents_filters_by_prefix_and_pages(view):
 
 
 def test_hrr_mid_stage_fuses_the_reranker_with_sentence_and_lexical_evidence(view):
-    reranker, mids = view.hrr_mids("sailors trimmed the mainsail", rerank_n=5)
+    reranker, mids = hrr_candidates(view, "sailors trimmed the mainsail", rerank_n=5)
     assert reranker.startswith("embedding-fallback")  # the view of this module uses EmbeddingReranker
     assert mids[0].chunk.doc_id == "notes/sailing.md" and mids[0].chunk.level == "mid"
     assert {"rerank", "sentence_dense"} <= set(mids[0].sources)
     assert set().union(*(h.sources for h in mids)) <= {"rerank", "sentence_dense", "sentence_lexical", "mid_lexical"}
     assert sum(1 for h in mids if "rerank" in h.sources) <= 5
     with pytest.raises(InvalidInputError, match="unknown weight"):
-        view.hrr_mids("x", weights={"broad_dense": 1})
+        hrr_candidates(view, "x", weights={"broad_dense": 1})
 
 
 def test_sentence_vectors_are_the_stored_vectors_of_each_chunks_sentences_in_order(view):
@@ -239,7 +247,7 @@ def test_sentence_window_reranker_scores_indexed_chunks_from_stored_vectors(view
     sentence_view = View(view.snapshot, view.embedder, reranker)
     mids = view.snapshot.catalog.chunks_of_level("mid")
     embedded_before = view.embedder.calls
-    result = sentence_view.rerank("sailboat mainsail wind", [m.public_id for m in mids], top_n=3)
+    result = rerank(sentence_view, "sailboat mainsail wind", [m.public_id for m in mids], top_n=3)
     assert view.embedder.calls - embedded_before <= 1  # the query at most: passages are not embedded
     assert result.reranker == "sentence-windows-fallback:fake-hash-embedder"
     assert "sail" in result.hits[0].chunk.text
@@ -274,7 +282,7 @@ def test_a_window_is_the_exact_document_text_even_with_multibyte_characters(tmp_
     catalog = view.snapshot.catalog
     stored = catalog.document_text("wide.md")
     for chunk in catalog.chunks_of_level("narrow")[::7]:
-        window = view.expand_window(chunk.public_id, 2, 3)
+        window = expand_window(view, chunk.public_id, 2, 3)
         assert window.text == stored[window.start : window.end]
         assert chunk.text in window.text
     assert catalog.document_slice("wide.md", 5, 5) == "" and catalog.document_slice("missing.md", 0, 3) is None

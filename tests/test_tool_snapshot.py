@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 
-from granrag_mcp.server import build_server
+from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"

@@ -228,7 +228,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     )
     from granrag_mcp.progress import Progress
     from granrag_mcp.rerank import load_reranker
-    from granrag_mcp.retrieval import check_query
+    from granrag_mcp.retrieval.view import check_query
     from granrag_mcp.store.store import read_current
 
     started_at = datetime.now().astimezone().isoformat(timespec="seconds")

@@ -1,4 +1,4 @@
-"""The retrieval strategies compared by the evaluation, all run through the core `View` the MCP tools use.
+"""The retrieval strategies compared by the evaluation, all run through the retrieval functions the MCP tools use.
 
 Every strategy turns one question into two ranked, duplicate-free lists of chunk ids: one at the broad level
 and one at the mid level. What each list is:
@@ -6,19 +6,19 @@ and one at the mid level. What each list is:
 =========  ===================================================  ================================================
 strategy   broad list                                           mid list
 =========  ===================================================  ================================================
-Base       ``View.search(level="broad")``: broad dense index     ``View.search(level="mid")``: mid dense index
+Base       ``search_level(level="broad")``: broad dense index    ``search_level(level="mid")``: mid dense index
            (span copies from the broad overlap dropped)
 C2P        narrow, mid and broad dense hits, each mapped to      narrow and mid dense hits mapped to their mid
            its broad ancestor, merged by max score               chunk, broad hits to their best-matching mid
                                                                  descendant, merged by max score
 S2P        narrow (sentence) dense hits mapped to their broad    the same sentences mapped to their mid parents
            ancestors, in order of first occurrence
-Union      ``View.search_union(k=10)`` (broad + sentences): a    the same list: a sentence counts as its mid
+Union      ``search_union(k=10)`` (broad + sentences): a         the same list: a sentence counts as its mid
            broad hit counts as itself, a sentence as its broad   parent, a broad hit as its best-matching mid
            ancestor                                              descendant
-RRF        ``View.search_rrf(k=10, level="broad")`` (dense +     ``View.search_rrf(k=10, level="mid")``
+RRF        ``search_rrf(k=10, level="broad")`` (dense +          ``search_rrf(k=10, level="mid")``
            BM25 of the broad and narrow levels)
-HRR        ``View.hrr_search`` (broad parents of the fused,     ``View.hrr_mids``: the reranked mid candidates
+HRR        ``hrr_search`` (broad parents of the fused,          ``hrr_candidates``: the reranked mid candidates
            reranked mid candidates)                              fused with their sentence and BM25 evidence
 =========  ===================================================  ================================================
 
@@ -27,9 +27,9 @@ ancestors). Union and RRF are asked for exactly 10 hits, as a caller would: thei
 deeper call would change the head of their lists rather than extend them.
 
 Efficiency: the question is embedded once. `CachedEmbedder` sits between the View and the model, so the
-View's own methods (which embed their query) find the vector already computed, and the embedding
+retrieval functions (which embed their query) find the vector already computed, and the embedding
 reranker's passage windows are embedded once for the whole run instead of once per question.
-`MemoReranker` remembers the scores of one question, so the HRR mid list and `View.hrr_search` share one
+`MemoReranker` remembers the scores of one question, so the HRR mid list and `hrr_search` share one
 rerank.
 """
 
@@ -41,14 +41,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from granrag_mcp.chunk import Level
+from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.embedding import Embedder, ProgressCallback
 from granrag_mcp.evaluation.metrics import Span
 from granrag_mcp.rerank import EmbeddingReranker, Reranker
-from granrag_mcp.retrieval import View, check_query
+from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
+from granrag_mcp.retrieval.level_search import search_level
+from granrag_mcp.retrieval.rrf import search_rrf
+from granrag_mcp.retrieval.union import search_union
+from granrag_mcp.retrieval.view import View, check_query
 
 STRATEGIES: tuple[str, ...] = ("Base", "C2P", "S2P", "Union", "RRF", "HRR")
-EVAL_LEVELS: tuple[Level, ...] = ("broad", "mid")
+EVAL_LEVELS: tuple[Level, ...] = LEVELS[:2]
+"""The levels scored, as in the Hierarchical Re-ranker Retriever: passages and the chunks inside them."""
+BROAD, MID = EVAL_LEVELS
 NEEDED = 10  # the deepest cut-off reported (@10)
 DENSE_FETCH = 100  # first over-fetch of a dense list; doubled while too few distinct parents come out
 UNION_K = NEEDED  # hits asked from search_union (see `union` for why no more)
@@ -96,8 +102,9 @@ class MemoReranker:
     def __init__(self, inner: Reranker) -> None:
         self.inner = inner
         self.name = inner.name
-        if hasattr(inner, "score_sentences"):  # scored from stored vectors: nothing to remember
-            self.score_sentences = inner.score_sentences
+        self.reads_sentence_vectors = inner.reads_sentence_vectors
+        if inner.reads_sentence_vectors:  # scored from stored vectors: nothing to remember
+            self.score_sentences = inner.score_sentences  # type: ignore[attr-defined]
         self._scores: dict[tuple[str, str], float] = {}
         self.pairs_scored = 0
 
@@ -141,20 +148,20 @@ class Hierarchy:
     @classmethod
     def load(cls, view: View) -> Hierarchy:
         catalog = view.snapshot.catalog
-        by_level = {level: {c.id: c for c in catalog.chunks_of_level(level)} for level in ("broad", "mid", "narrow")}
+        by_level = {level: {c.id: c for c in catalog.chunks_of_level(level)} for level in LEVELS}
         spans: dict[int, Span] = {}
         public: dict[int, str] = {}
-        for level in ("broad", "mid"):
+        for level in EVAL_LEVELS:
             for chunk in by_level[level].values():
                 spans[chunk.id] = (chunk.doc_id, chunk.start, chunk.end)
                 public[chunk.id] = chunk.public_id
-        up: dict[Level, dict[int, int]] = {"broad": {}, "mid": {}}
-        if by_level["narrow"]:
-            up["mid"].update(view.ancestors(by_level["narrow"], "mid"))
-            up["broad"].update(view.ancestors(by_level["narrow"], "broad"))
-        if by_level["mid"]:
-            up["broad"].update(view.ancestors(by_level["mid"], "broad"))
-        for level in ("broad", "mid"):
+        up: dict[Level, dict[int, int]] = {BROAD: {}, MID: {}}
+        if by_level[FINEST]:
+            up[MID].update(view.ancestors(by_level[FINEST], MID))
+            up[BROAD].update(view.ancestors(by_level[FINEST], BROAD))
+        if by_level[MID]:
+            up[BROAD].update(view.ancestors(by_level[MID], BROAD))
+        for level in EVAL_LEVELS:
             up[level].update({chunk_id: chunk_id for chunk_id in by_level[level]})
         return cls(spans, up, public)
 
@@ -195,23 +202,23 @@ def _deep_dense(ctx: StrategyContext, level: Level, target: Level) -> list[tuple
 
 
 def base(ctx: StrategyContext) -> Ranking:
-    return {level: [h.chunk.id for h in ctx.view.search(ctx.question, level, NEEDED)] for level in EVAL_LEVELS}
+    return {level: [h.chunk.id for h in search_level(ctx.view, ctx.question, level, NEEDED)] for level in EVAL_LEVELS}
 
 
 def c2p(ctx: StrategyContext) -> Ranking:
     h = ctx.hierarchy
-    narrow = _deep_dense(ctx, "narrow", "mid")
-    mid = ctx.view.dense("mid", ctx.vector, DENSE_FETCH)
-    broad = ctx.view.dense("broad", ctx.vector, DENSE_FETCH)
-    to_broad = [(h.up["broad"][i], s) for i, s in narrow + mid if i in h.up["broad"]] + broad
-    to_mid = [(h.up["mid"][i], s) for i, s in narrow if i in h.up["mid"]] + mid
-    down = ctx.view.best_descendants([i for i, _ in broad[: 2 * NEEDED]], "mid", ctx.vector, source_level="broad")
+    narrow = _deep_dense(ctx, FINEST, MID)
+    mid = ctx.view.dense(MID, ctx.vector, DENSE_FETCH)
+    broad = ctx.view.dense(BROAD, ctx.vector, DENSE_FETCH)
+    to_broad = [(h.up[BROAD][i], s) for i, s in narrow + mid if i in h.up[BROAD]] + broad
+    to_mid = [(h.up[MID][i], s) for i, s in narrow if i in h.up[MID]] + mid
+    down = ctx.view.best_descendants([i for i, _ in broad[: 2 * NEEDED]], MID, ctx.vector, source_level=BROAD)
     to_mid += [(down[i], s) for i, s in broad[: 2 * NEEDED]]
-    return {"broad": _max_merge(to_broad), "mid": _max_merge(to_mid)}
+    return {BROAD: _max_merge(to_broad), MID: _max_merge(to_mid)}
 
 
 def s2p(ctx: StrategyContext) -> Ranking:
-    narrow = [i for i, _ in _deep_dense(ctx, "narrow", "broad")]
+    narrow = [i for i, _ in _deep_dense(ctx, FINEST, BROAD)]
     return {level: ctx.hierarchy.climb(narrow, level) for level in EVAL_LEVELS}
 
 
@@ -223,18 +230,18 @@ def union(ctx: StrategyContext) -> Ranking:
     which changes the head of the list (measured on 300 questions: broad MRR@10 0.805 at k=10, 0.744 at k=40).
     """
     h = ctx.hierarchy
-    hits = ctx.view.search_union(ctx.question, UNION_K)
-    broad = h.climb((hit.chunk.id for hit in hits), "broad")
-    down = ctx.view.best_descendants([hit.chunk.id for hit in hits if hit.chunk.level == "broad"], "mid",
-                                     ctx.vector, source_level="broad")
+    hits = search_union(ctx.view, ctx.question, UNION_K)
+    broad = h.climb((hit.chunk.id for hit in hits), BROAD)
+    down = ctx.view.best_descendants([hit.chunk.id for hit in hits if hit.chunk.level == BROAD], MID,
+                                     ctx.vector, source_level=BROAD)
     mid = list(dict.fromkeys(
-        down[hit.chunk.id] if hit.chunk.level == "broad" else h.up["mid"][hit.chunk.id] for hit in hits
+        down[hit.chunk.id] if hit.chunk.level == BROAD else h.up[MID][hit.chunk.id] for hit in hits
     ))
-    return {"broad": broad, "mid": mid}
+    return {BROAD: broad, MID: mid}
 
 
 def rrf(ctx: StrategyContext) -> Ranking:
-    return {level: [hit.chunk.id for hit in ctx.view.search_rrf(ctx.question, RRF_K, level=level)]
+    return {level: [hit.chunk.id for hit in search_rrf(ctx.view, ctx.question, RRF_K, level=level)]
             for level in EVAL_LEVELS}
 
 
@@ -244,9 +251,9 @@ def hrr(ctx: StrategyContext) -> Ranking:
     The reranker is a `MemoReranker`, so the mid candidates are scored once for both lists.
     """
     view = ctx.view
-    result = view.hrr_search(ctx.question, k=HRR_K)
-    _, mids = view.hrr_mids(ctx.question)
-    return {"broad": [hit.chunk.id for hit in result.hits], "mid": [hit.chunk.id for hit in mids]}
+    result = hrr_search(view, ctx.question, k=HRR_K)
+    _, mids = hrr_candidates(view, ctx.question)
+    return {BROAD: [hit.chunk.id for hit in result.hits], MID: [hit.chunk.id for hit in mids]}
 
 
 RUNNERS: dict[str, Callable[[StrategyContext], Ranking]] = {
@@ -275,8 +282,8 @@ class StrategyRunner:
             out[name] = RUNNERS[name](ctx)
             self.seconds[name] += time.perf_counter() - began
         if "HRR" in out:
-            parents = self.hierarchy.climb(out["HRR"]["mid"], "broad")
-            if parents[: len(out["HRR"]["broad"])] != out["HRR"]["broad"]:
+            parents = self.hierarchy.climb(out["HRR"][MID], BROAD)
+            if parents[: len(out["HRR"][BROAD])] != out["HRR"][BROAD]:
                 self.hrr_mismatches += 1
         if isinstance(self.view.reranker, MemoReranker):
             self.view.reranker.forget()

@@ -11,7 +11,7 @@ import pytest
 from granrag_mcp.cli import run_index
 from granrag_mcp.engine import Engine
 from granrag_mcp.rerank import EmbeddingReranker
-from granrag_mcp.server import build_server
+from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
 from tests.reliability.support import (

@@ -18,7 +18,7 @@ import pytest
 from mcp.client import Client
 
 from granrag_mcp.engine import Engine
-from granrag_mcp.server import build_server
+from granrag_mcp.server.app import build_server
 from tests.reliability.conftest import RealStore
 from tests.reliability.support import record, text_of
 

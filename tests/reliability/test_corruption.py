@@ -24,7 +24,7 @@ from granrag_mcp.cli import main as cli_main
 from granrag_mcp.engine import Engine
 from granrag_mcp.errors import StoreCorruptError
 from granrag_mcp.rerank import EmbeddingReranker
-from granrag_mcp.server import build_server
+from granrag_mcp.server.app import build_server
 from granrag_mcp.store.store import CURRENT_FILE, Snapshot, read_current
 from tests.fakes import FakeEmbedder
 from tests.reliability.support import (

@@ -1,0 +1,77 @@
+"""Hierarchical Re-ranker Retriever: retrieve sentences and mid chunks, rerank at the mid level, return the broad
+parents of the best mids, each with the mids that led to it as evidence.
+
+Candidates come from sentences (dense and BM25, each mapped to its mid chunk) and from the mid level (dense and
+BM25). The best `rerank_n` of them, by a first fusion, are reranked; the final order fuses the reranker's list
+with the sentence lists and mid BM25 (weighted RRF), because a bi-encoder fallback alone orders 512-token chunks
+worse than the sentences that point into them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from granrag_mcp.levels import FINEST, Level, list_name, parent_of
+from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
+from granrag_mcp.retrieval.rerank import RerankResult, require_reranker, rerank_chunks
+from granrag_mcp.retrieval.rrf import check_weights
+from granrag_mcp.retrieval.spans import dedupe_by_span
+from granrag_mcp.retrieval.view import ScoredChunk, View, check_query
+
+CANDIDATE_LEVEL: Level = parent_of(FINEST) or FINEST
+"""The level HRR reranks at: the one above sentences."""
+RESULT_LEVEL: Level = parent_of(CANDIDATE_LEVEL) or CANDIDATE_LEVEL
+"""The level HRR returns: the parents of its candidates."""
+SENTENCE_DENSE, SENTENCE_LEXICAL = "sentence_dense", "sentence_lexical"
+CANDIDATE_LEXICAL, CANDIDATE_DENSE = list_name(CANDIDATE_LEVEL, "lexical"), list_name(CANDIDATE_LEVEL, "dense")
+HRR_LISTS = ("rerank", SENTENCE_DENSE, SENTENCE_LEXICAL, CANDIDATE_LEXICAL)
+"""The lists of the final fusion, and the names of their weights."""
+HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
+
+
+def hrr_candidates(
+    view: View,
+    query: str,
+    sentence_k: int = 50,
+    mid_k: int = 20,
+    rerank_n: int = 20,
+    weights: Mapping[str, float] | None = None,
+    rrf_k: int = HRR_RRF_K,
+) -> tuple[str, list[ScoredChunk]]:
+    """The candidate stage: (the reranker's name, candidate-level chunks best first)."""
+    query = check_query(query)
+    reranker = require_reranker(view)
+    weights = check_weights(weights, HRR_LISTS)
+    vector = view.query_vector(query)
+    sentences = {SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
+                 SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k)}
+    evidence = {**view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
+                CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k)}
+    first = reciprocal_rank_fusion({**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}, k=rrf_k)
+    candidates = [item.key for item in first[:rerank_n]]
+    chunks = view.catalog.chunks(candidates)
+    reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks])
+    lists = {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}
+    fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
+    chunks.update(view.catalog.chunks([item.key for item in fused if item.key not in chunks]))
+    return reranker.name, [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
+
+
+def hrr_search(
+    view: View,
+    query: str,
+    k: int = 5,
+    sentence_k: int = 50,
+    mid_k: int = 20,
+    rerank_n: int = 20,
+    weights: Mapping[str, float] | None = None,
+) -> RerankResult:
+    reranker, candidates = hrr_candidates(view, query, sentence_k, mid_k, rerank_n, weights)
+    parents = view.catalog.chunks(list({h.chunk.parent_id for h in candidates}))
+    out: dict[int, ScoredChunk] = {}
+    for hit in candidates:
+        parent_id = hit.chunk.parent_id
+        if parent_id not in out:
+            out[parent_id] = ScoredChunk(parents[parent_id], hit.score, hit.sources)  # type: ignore[index]
+        out[parent_id].evidence.append(hit.chunk.public_id)  # type: ignore[index]
+    return RerankResult(reranker, dedupe_by_span(list(out.values()))[:k])

@@ -1,0 +1,43 @@
+"""Rerank: chunks of any levels reordered by the reranker (a cross-encoder, or the embedding fallback that
+scores a chunk from the stored vectors of its sentences)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from granrag_mcp.chunk import Chunk
+from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.rerank import Reranker
+from granrag_mcp.retrieval.view import ScoredChunk, View, check_query
+
+
+@dataclass
+class RerankResult:
+    reranker: str
+    hits: list[ScoredChunk]
+
+
+def require_reranker(view: View) -> Reranker:
+    if view.reranker is None:
+        raise InvalidInputError("no reranker is configured on this server")
+    return view.reranker
+
+
+def rerank_chunks(view: View, query: str, chunks: Sequence[Chunk]) -> list[ScoredChunk]:
+    """`chunks` best first by the view's reranker."""
+    reranker = require_reranker(view)
+    if not chunks:
+        return []
+    if reranker.reads_sentence_vectors:
+        scores = reranker.score_sentences(view.query_vector(query), view.sentence_vectors(chunks))  # type: ignore[attr-defined]
+    else:
+        scores = reranker.score(query, [c.text for c in chunks])
+    return sorted((ScoredChunk(c, float(s)) for c, s in zip(chunks, scores)), key=lambda h: -(h.score or 0.0))
+
+
+def rerank(view: View, query: str, public_ids: Sequence[str], top_n: int) -> RerankResult:
+    query = check_query(query)
+    reranker = require_reranker(view)
+    chunks = view.resolve(public_ids)
+    return RerankResult(reranker.name, rerank_chunks(view, query, chunks)[:top_n])

@@ -1,0 +1,200 @@
+"""One snapshot of the index, with the primitives every retrieval technique is built from.
+
+A `View` resolves public chunk ids, runs one dense or lexical search at one level, and walks the hierarchy
+(ancestors, descendants, the descendant a coarse hit stands for). It holds no technique: each technique is a
+function in its own module of this package that takes a view, so a request never mixes generations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from granrag_mcp.chunk import MAX_QUERY_CHARS, Chunk, parse_chunk_id
+from granrag_mcp.embedding import Embedder
+from granrag_mcp.errors import InvalidInputError, UnknownChunkError
+from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above
+from granrag_mcp.rerank import Reranker
+from granrag_mcp.retrieval.fusion import Contribution
+from granrag_mcp.store.catalog import DocumentInfo
+from granrag_mcp.store.store import Snapshot
+
+Scored = list[tuple[int, float]]
+"""A ranked list of (chunk id, score), best first."""
+
+
+@dataclass
+class ScoredChunk:
+    """A chunk found by a technique: its score, what each fused list said of it, and the ids that led to it."""
+
+    chunk: Chunk
+    score: float | None
+    sources: Mapping[str, Contribution] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)  # public ids of the chunks that led to this hit
+
+
+def check_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInputError("the query is empty: pass a question or keywords to search for")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"the query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}: shorten it")
+    return query.strip()
+
+
+class View:
+    """The primitives of retrieval, bound to one snapshot."""
+
+    def __init__(self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None) -> None:
+        self.snapshot = snapshot
+        self.embedder = embedder
+        self.reranker = reranker
+        self.catalog = snapshot.catalog
+
+    # --- ids and chunks ----------------------------------------------------------------------------------------
+
+    def resolve(self, public_ids: Sequence[str], level: Level | None = None) -> list[Chunk]:
+        """Chunks for public ids, in the given order (duplicates removed); clear errors for bad ids."""
+        parsed: list[tuple[str, Level, int]] = []
+        for value in public_ids:
+            chunk_level, chunk_id = parse_chunk_id(value)
+            if level is not None and chunk_level != level:
+                raise InvalidInputError(f"{value!r} is a {chunk_level} chunk; this needs {level} chunk ids")
+            parsed.append((value, chunk_level, chunk_id))
+        found = self.catalog.chunks([chunk_id for _, _, chunk_id in parsed])
+        missing = [value for value, chunk_level, chunk_id in parsed
+                   if chunk_id not in found or found[chunk_id].level != chunk_level]
+        if missing:
+            raise UnknownChunkError(
+                f"unknown chunk id(s) {', '.join(missing)}: not in the current index (generation "
+                f"{self.snapshot.generation}); ids come from search results of this index, and ids of re-indexed "
+                "documents change, so search again"
+            )
+        out, seen = [], set()
+        for _, _, chunk_id in parsed:
+            if chunk_id not in seen:
+                seen.add(chunk_id)
+                out.append(found[chunk_id])
+        return out
+
+    def scored_chunks(self, scored: Scored) -> list[ScoredChunk]:
+        """The chunks of a ranked list, with their scores (ids no longer in the catalog left out)."""
+        chunks = self.catalog.chunks([chunk_id for chunk_id, _ in scored])
+        return [ScoredChunk(chunks[chunk_id], score) for chunk_id, score in scored if chunk_id in chunks]
+
+    # --- single level ------------------------------------------------------------------------------------------
+
+    def query_vector(self, query: str) -> np.ndarray:
+        return self.embedder.embed([check_query(query)])[0]
+
+    def dense(self, level: Level, vector: np.ndarray, k: int) -> Scored:
+        return self.snapshot.vectors[level].search(vector, k)
+
+    def lexical(self, level: Level, query: str, k: int) -> Scored:
+        return self.snapshot.lexical[level].search(query, k)
+
+    def map_lists(
+        self,
+        lists: Mapping[str, Scored],
+        source_level: Level,
+        level: Level,
+        vector: np.ndarray,
+        evidence: Mapping[int, int] | None = None,
+    ) -> dict[str, Scored]:
+        """Ranked lists of `source_level` chunks, each hit replaced by the chunk it stands for at `level`: a finer hit
+        by its ancestor, a coarser one by one descendant (the one ranked best in `evidence`, chunk id -> rank, else
+        the one whose vector is closest). All the lists are mapped together: one catalog query per level crossed."""
+        ids = [chunk_id for scored in lists.values() for chunk_id, _ in scored]
+        if source_level == level:
+            mapped = {chunk_id: chunk_id for chunk_id in ids}
+        elif is_finer(source_level, level):
+            mapped = self.ancestors(ids, level)
+        else:
+            mapped = self.best_descendants(ids, level, vector, evidence, source_level)
+        return {name: [(mapped[i], score) for i, score in scored if i in mapped] for name, scored in lists.items()}
+
+    def ancestors(self, chunk_ids: Iterable[int], level: Level) -> dict[int, int]:
+        """For chunks at or below `level`, the id of each one's ancestor at `level` (unknown ids left out); one
+        catalog query per level climbed, reading no chunk text."""
+        current = {chunk_id: chunk_id for chunk_id in chunk_ids}
+        known = self.catalog.outline(list(current))
+        while True:
+            climbing = {orig: at for orig, at in current.items() if at in known and known[at][0] != level}
+            if not climbing:
+                return {orig: at for orig, at in current.items() if at in known}
+            parents = {known[at][1] for at in climbing.values()} - {None}
+            known.update(self.catalog.outline([i for i in parents if i not in known]))
+            for orig, at in climbing.items():
+                parent = known[at][1]
+                if parent is None:  # already the top level: there is nothing at `level` above it
+                    del current[orig]
+                else:
+                    current[orig] = parent
+
+    def descendants(self, chunk_ids: Sequence[int], levels: Sequence[Level], level: Level) -> list[list[int]]:
+        """For each chunk (of the given level, at or above `level`), its descendants at `level` in document order;
+        one catalog query per level crossed, for all the chunks together."""
+        members = [[chunk_id] for chunk_id in chunk_ids]
+        current = list(levels)
+        for above in levels_above(level):
+            at_level = [n for n, lvl in enumerate(current) if lvl == above]
+            if at_level:
+                children = self.catalog.children([i for n in at_level for i in members[n]])
+                for n in at_level:
+                    members[n] = [child for i in members[n] for child in children[i]]
+                    current[n] = child_of(above)  # type: ignore[assignment]
+        return members
+
+    def best_descendants(
+        self,
+        chunk_ids: Sequence[int],
+        level: Level,
+        vector: np.ndarray,
+        evidence: Mapping[int, int] | None = None,
+        source_level: Level | None = None,
+    ) -> dict[int, int]:
+        """For chunks of one level coarser than `level`, the descendant at `level` each one stands for: the one
+        ranked best in `evidence` (chunk id -> rank), else the one whose vector is closest. One catalog query per
+        level crossed, for all the chunks together."""
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique:
+            return {}
+        source = source_level or self.catalog.outline(unique[:1])[unique[0]][0]
+        members = self.descendants(unique, [source] * len(unique), level)
+        chosen, unranked = {}, []
+        for chunk_id, ids in zip(unique, members):
+            ranked = [i for i in ids if evidence and i in evidence]
+            if ranked:
+                chosen[chunk_id] = min(ranked, key=evidence.__getitem__)  # type: ignore[union-attr]
+            elif ids:
+                unranked.append((chunk_id, ids))
+        if unranked:  # the closest descendant by vector, all candidates read from the index at once
+            candidates = np.asarray([i for _, ids in unranked for i in ids], dtype=np.int64)
+            scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
+            begin = 0
+            for chunk_id, ids in unranked:
+                best = begin + int(np.argmax(scores[begin : begin + len(ids)]))
+                chosen[chunk_id] = int(candidates[best])
+                begin += len(ids)
+        return chosen
+
+    def sentence_vectors(self, chunks: Sequence[Chunk]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The stored vectors and token counts of each chunk's sentences (finest-level chunks), in document order."""
+        members = self.descendants([c.id for c in chunks], [c.level for c in chunks], FINEST)
+        every = list(dict.fromkeys(i for ids in members for i in ids))
+        sentences = self.catalog.chunks(every)
+        vectors = dict(zip(every, self.snapshot.vectors[FINEST].reconstruct(np.array(every, dtype=np.int64))))
+        return [
+            (np.array([vectors[i] for i in ids], dtype=np.float32).reshape(len(ids), -1),
+             np.array([sentences[i].token_count for i in ids], dtype=np.float32))
+            for ids in members
+        ]
+
+    # --- discovery ---------------------------------------------------------------------------------------------
+
+    def list_documents(self, prefix: str | None, limit: int, offset: int) -> tuple[list[DocumentInfo], int]:
+        return self.catalog.documents(prefix, limit, offset), self.catalog.count_documents(prefix)
+
+    def get_chunks(self, public_ids: Sequence[str]) -> list[Chunk]:
+        return self.resolve(public_ids)

@@ -1,0 +1,37 @@
+"""The tools' argument types, shared so that every tool describes and bounds a query, an id or a budget alike.
+
+They live at module level: the SDK evaluates the annotations of the tool functions to build input schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from granrag_mcp.chunk import MAX_QUERY_CHARS
+from granrag_mcp.retrieval.rrf import RRF_LISTS
+
+Query = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for: a question or keywords.")
+]
+ChunkId = Annotated[
+    str, Field(min_length=1, max_length=64, description="A chunk id from a result's chunk_id, such as 'mid:42'.")
+]
+ChunkIds = Annotated[
+    list[ChunkId], Field(min_length=1, max_length=100, description="1 to 100 chunk ids from earlier results.")
+]
+Lexical = Annotated[bool, Field(description="Also match the words exactly (BM25), fused with the dense hits by RRF.")]
+MaxTokens = Annotated[
+    int,
+    Field(
+        ge=50, le=100_000,
+        description="Budget for the returned text in tokens (cl100k): whole results first, then one result cut "
+        "short and marked truncated; `omitted` counts the results left out.",
+    ),
+]
+WeightName = Literal[RRF_LISTS]  # type: ignore[valid-type]
+Weights = Annotated[
+    dict[WeightName, Annotated[float, Field(ge=0, le=100)]] | None,
+    Field(description="rrf only: weight of each ranked list, 1 when not given."),
+]

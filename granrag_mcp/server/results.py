@@ -1,0 +1,73 @@
+"""From the core's answers to what a tool returns: budgeted result models, errors the model can act on, and
+text content that quotes document text as data."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel
+
+from granrag_mcp.errors import GranragError
+from granrag_mcp.models import Hit, RankedResult, SearchResult, render
+from granrag_mcp.packing import TokenCounter, pack
+from granrag_mcp.retrieval.view import ScoredChunk, View
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def tool_errors(fn: F) -> F:
+    """Turn a GranragError (its message is written for the caller) into a ToolError the model can act on.
+
+    Anything else propagates: the SDK logs its traceback to stderr and tells the model only that the tool failed.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GranragError as exc:
+            raise ToolError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def presented(fn: F) -> F:
+    """Return the tool's result with readable text that quotes document text as data (see `models.render`).
+
+    The structured content is the result model as it is; only the text content differs from the SDK's JSON dump,
+    and only for results that carry document text.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        text = render(result) if isinstance(result, BaseModel) else None
+        if text is None:
+            return result
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=result.model_dump(mode="json"))
+
+    return wrapper  # type: ignore[return-value]
+
+
+def description(fn: Callable[..., Any]) -> str:
+    """A tool's description: its docstring on one line (the source wraps it; the model reads it whole)."""
+    return " ".join(inspect.cleandoc(fn.__doc__ or "").split())
+
+
+def hits_result(
+    view: View, tokenizer: TokenCounter, hits: list[ScoredChunk], max_tokens: int, reranker: str | None = None
+) -> SearchResult:
+    packing = pack([h.chunk.text for h in hits], max_tokens, tokenizer)
+    models = [
+        Hit.of(h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated) for h, p in zip(hits, packing.pieces)
+    ]
+    fields: dict[str, Any] = dict(
+        generation=view.snapshot.generation, tokens_used=packing.tokens_used, omitted=packing.omitted, hits=models
+    )
+    return RankedResult(reranker=reranker, **fields) if reranker is not None else SearchResult(**fields)

@@ -1,0 +1,98 @@
+"""The server's state, built in `build_server` and yielded by its lifespan: the engine, loading in the background.
+
+The engine (embedding model, store, reranker) loads in its own thread when the server starts, so `initialize` is
+answered at once; a tool called before it is ready waits for it. A dedicated daemon thread rather than a
+cancellable task: the build must run to its end even when the connection that started it goes away first, and
+must not hold the process up when it exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+
+from granrag_mcp.errors import GranragError
+from granrag_mcp.settings import Settings
+
+if TYPE_CHECKING:  # the core (torch, FAISS) loads in the engine thread, after `initialize` is answered
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.packing import TokenCounter
+    from granrag_mcp.retrieval.view import View
+
+log = logging.getLogger(__name__)
+
+ENGINE_WAIT_SECONDS = 300.0
+ENGINE_THREAD = "granrag-engine-load"
+
+
+class EngineHolder:
+    """The engine, built once in its own thread; tool calls (in worker threads) wait until it is ready."""
+
+    def __init__(self, settings: Settings, factory: Callable[[Settings], Engine]) -> None:
+        self.settings = settings
+        self._factory = factory
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._engine: Engine | None = None
+        self._error: str | None = None
+
+    def start(self) -> None:
+        """Start building the engine, once; later calls (one per connection) do nothing."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._build, name=ENGINE_THREAD, daemon=True)
+                self._thread.start()
+
+    def _build(self) -> None:
+        try:
+            engine = self._factory(self.settings)
+        except GranragError as exc:
+            self._error = f"the index could not be loaded: {exc}; restart the server once that is fixed"
+            log.error("%s", self._error)
+        except Exception:
+            self._error = "the index could not be loaded (see the server's log); restart the server once that is fixed"
+            log.exception("loading the engine failed")
+        else:
+            self._engine = engine
+            log.info("ready: serving the index at %s", self.settings.store)
+        finally:
+            self._ready.set()
+
+    def engine(self, timeout: float = ENGINE_WAIT_SECONDS) -> Engine:
+        if not self._ready.wait(timeout):
+            raise ToolError("the index is still loading (the embedding model takes a few seconds); call again")
+        if self._engine is None:
+            raise ToolError(self._error or "the index is not loaded")
+        return self._engine
+
+    def view(self) -> tuple[View, TokenCounter]:
+        """A view of the current generation, and the token counter that budgets results."""
+        engine = self.engine()
+        store = self.settings.store
+        try:
+            view = engine.view()
+        except OSError as exc:  # a generation folder or manifest gone from under the server
+            log.error("cannot read the index at %s: %s", store, exc)
+            raise ToolError(
+                f"the index at {store} cannot be read ({exc.strerror or exc}: {exc.filename}); run "
+                f"`granrag-mcp recover --store {store}` or rebuild it with `granrag-mcp index PATH... "
+                f"--rebuild --store {store}`"
+            ) from None
+        return view, engine.tokenizer
+
+
+def loading() -> bool:
+    """Whether an engine is still loading in this process."""
+    return any(thread.name == ENGINE_THREAD and thread.is_alive() for thread in threading.enumerate())
+
+
+def holder_of(ctx: Context[Any, Any]) -> EngineHolder:
+    holder = ctx.request_context.lifespan_context
+    assert isinstance(holder, EngineHolder), "the server's lifespan yields its EngineHolder"
+    return holder

@@ -1,0 +1,83 @@
+"""Context tools: the text around a chunk, the chunks that enclose it, and chunks fetched by id."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
+
+from granrag_mcp.models import Hit, ParentGroup, ParentsResult, SearchResult, WindowResult
+from granrag_mcp.packing import cut, pack
+from granrag_mcp.retrieval.parents import find_parents
+from granrag_mcp.retrieval.view import ScoredChunk
+from granrag_mcp.retrieval.window import expand_window as window_of
+from granrag_mcp.server.arguments import ChunkId, ChunkIds, MaxTokens
+from granrag_mcp.server.results import hits_result
+from granrag_mcp.server.state import holder_of
+from granrag_mcp.server.tools import read_only_tool
+
+
+def register(server: MCPServer, budget: int) -> None:
+    """Add the context tools; `budget` is the default of every max_tokens argument."""
+
+    @read_only_tool(server, "Text around a chunk")
+    def expand_window(
+        chunk_id: ChunkId,
+        ctx: Context[Any, Any],
+        before: Annotated[int, Field(ge=0, le=20, description="Chunks of the same level before it (0-20).")] = 2,
+        after: Annotated[int, Field(ge=0, le=20, description="Chunks of the same level after it (0-20).")] = 2,
+        max_tokens: MaxTokens = budget,
+    ) -> WindowResult:
+        """The text around one chunk: `before` and `after` neighbouring chunks of the same level in reading order,
+        assembled into one text with its document offsets. Use it after search_narrow when a sentence needs its
+        context. members lists the chunks in the window (their text is in `text`, not repeated).
+        """
+        view, tokens = holder_of(ctx).view()
+        window = window_of(view, chunk_id, before, after)
+        piece = cut(window.text, max_tokens, tokens)
+        end = window.start + len(piece.text)
+        members = [m for m in window.members if m.start < end or m.id == window.center.id]
+        return WindowResult(
+            generation=view.snapshot.generation, tokens_used=piece.tokens, omitted=len(window.members) - len(members),
+            chunk_id=window.center.public_id, doc_id=window.doc_id, start=window.start, end=end, text=piece.text,
+            truncated=piece.truncated, members=[Hit.of(m, text="") for m in members],
+        )
+
+    @read_only_tool(server, "Enclosing chunks")
+    def get_parent(
+        chunk_ids: ChunkIds,
+        ctx: Context[Any, Any],
+        merge_threshold: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="Merge into the parent only when more than this share of its children "
+                  "is among chunk_ids; the others come back unchanged in `kept`. Null: always the parent."),
+        ] = None,
+        max_tokens: MaxTokens = budget,
+    ) -> ParentsResult:
+        """The enclosing chunk one level up of each given chunk (narrow -> mid, mid -> broad), with which of your
+        ids it contains (children_hit) and how many children it has (children_total). Several hits in one parent
+        come back as that one parent. With merge_threshold, a parent replaces its children only when more than
+        that share of them was given; the others are returned unchanged in `kept`. Broad ids have no parent.
+        """
+        view, tokens = holder_of(ctx).view()
+        result = find_parents(view, chunk_ids, merge_threshold)
+        packing = pack([g.parent.text for g in result.parents] + [c.text for c in result.kept], max_tokens, tokens)
+        pieces = packing.pieces
+        parents = [
+            ParentGroup(parent=Hit.of(g.parent, text=p.text, truncated=p.truncated), children_hit=g.children_hit,
+                        children_total=g.children_total)
+            for g, p in zip(result.parents, pieces)
+        ]
+        kept = [Hit.of(c, text=p.text, truncated=p.truncated) for c, p in zip(result.kept, pieces[len(parents):])]
+        return ParentsResult(generation=view.snapshot.generation, tokens_used=packing.tokens_used,
+                             omitted=packing.omitted, parents=parents, kept=kept)
+
+    @read_only_tool(server, "Fetch chunks by id")
+    def get_chunks(chunk_ids: ChunkIds, ctx: Context[Any, Any], max_tokens: MaxTokens = budget) -> SearchResult:
+        """Fetch chunks by id, in the order given (for example ids from `evidence`, `parent_id` or an earlier
+        result). Unknown ids are an error naming them; search again if the index changed.
+        """
+        view, tokens = holder_of(ctx).view()
+        chunks = view.get_chunks(chunk_ids)
+        return hits_result(view, tokens, [ScoredChunk(c, None) for c in chunks], max_tokens)

@@ -1,0 +1,130 @@
+"""Search tools: one level, levels fused, and the hierarchical rerank pipeline; and rerank itself."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
+
+from granrag_mcp.levels import FINEST, Level
+from granrag_mcp.models import RankedResult, SearchResult
+from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
+from granrag_mcp.retrieval.hrr import hrr_search as hrr
+from granrag_mcp.retrieval.level_search import search_level
+from granrag_mcp.retrieval.rerank import rerank as rerank_ids
+from granrag_mcp.retrieval.rrf import search_rrf
+from granrag_mcp.retrieval.union import search_union
+from granrag_mcp.server.arguments import ChunkIds, Lexical, MaxTokens, Query, Weights
+from granrag_mcp.server.results import hits_result
+from granrag_mcp.server.state import holder_of
+from granrag_mcp.server.tools import read_only_tool
+
+
+def register(server: MCPServer, budget: int) -> None:
+    """Add the search tools; `budget` is the default of every max_tokens argument."""
+
+    @read_only_tool(server, "Search long passages")
+    def search_broad(
+        query: Query,
+        ctx: Context[Any, Any],
+        k: Annotated[int, Field(ge=1, le=100, description="Number of passages (1-100).")] = 5,
+        lexical: Lexical = False,
+        max_tokens: MaxTokens = budget,
+    ) -> SearchResult:
+        """Semantic search over broad chunks: long passages that keep a topic together. Use it for overview
+        questions or when you need a whole section at once. With lexical=true, exact word matches (BM25) are
+        fused in, which helps for names, codes and rare terms. Returns hits (chunk_id like 'broad:12', doc_id,
+        offsets, score, text), best first.
+        """
+        view, tokens = holder_of(ctx).view()
+        return hits_result(view, tokens, search_level(view, query, "broad", k, lexical=lexical), max_tokens)
+
+    @read_only_tool(server, "Search sentences or paragraphs")
+    def search_narrow(
+        query: Query,
+        ctx: Context[Any, Any],
+        k: Annotated[int, Field(ge=1, le=100, description="Number of hits (1-100).")] = 10,
+        level: Annotated[
+            Literal["narrow", "mid"], Field(description="narrow: sentences; mid: paragraph-sized chunks.")
+        ] = "narrow",
+        lexical: Lexical = False,
+        max_tokens: MaxTokens = budget,
+    ) -> SearchResult:
+        """Semantic search over single sentences (level='narrow', the default) or paragraph-sized mid chunks
+        (level='mid'). Use it first for precise facts: it finds the exact spot. Each hit has a chunk_id
+        ('narrow:311') and parent_id ('mid:40'); follow up with expand_window(chunk_id) for the surrounding
+        text, get_parent(chunk_ids) for the enclosing paragraph or passage, then rerank(query, chunk_ids) to
+        order candidates. lexical=true adds exact word matching (BM25) by RRF.
+        """
+        view, tokens = holder_of(ctx).view()
+        return hits_result(view, tokens, search_level(view, query, level, k, lexical=lexical), max_tokens)
+
+    @read_only_tool(server, "Search all levels, fused")
+    def search_fused(
+        query: Query,
+        ctx: Context[Any, Any],
+        k: Annotated[int, Field(ge=1, le=100, description="Number of hits (1-100).")] = 10,
+        method: Annotated[
+            Literal["rrf", "union"],
+            Field(description="rrf: weighted reciprocal rank fusion of four lists; union: broad and fine hits "
+                  "by score."),
+        ] = "rrf",
+        weights: Weights = None,
+        rrf_k: Annotated[
+            int, Field(ge=1, le=1000, description="rrf only: the RRF constant; larger flattens ranks.")
+        ] = DEFAULT_RRF_K,
+        lexical: Annotated[bool, Field(description="rrf only: include the two BM25 lists.")] = True,
+        level: Annotated[
+            Level,
+            Field(description="rrf: level of the returned chunks; union: the fine level (mid if mid, else narrow)."),
+        ] = "mid",
+        max_tokens: MaxTokens = budget,
+    ) -> SearchResult:
+        """Search with the broad and narrow levels combined. method='rrf' (default) fuses up to four ranked lists
+        (broad_dense, broad_lexical, narrow_dense, narrow_lexical) by weighted reciprocal rank fusion and
+        returns chunks of `level` (default mid), each with `sources` showing every list's rank, score and share;
+        tune with weights and rrf_k. method='union' returns broad and fine hits together by score, dropping fine
+        hits inside a returned broad one. Use it when a question needs both context and precision, or when
+        single-level searches disagree.
+        """
+        view, tokens = holder_of(ctx).view()
+        if method == "union":
+            hits = search_union(view, query, k, fine_level="mid" if level == "mid" else FINEST)
+        else:
+            hits = search_rrf(view, query, k, level=level, weights=weights, rrf_k=rrf_k, lexical=lexical)
+        return hits_result(view, tokens, hits, max_tokens)
+
+    @read_only_tool(server, "Rerank chunks")
+    def rerank(
+        query: Query,
+        chunk_ids: ChunkIds,
+        ctx: Context[Any, Any],
+        top_n: Annotated[int, Field(ge=1, le=100, description="How many of the best to return (1-100).")] = 5,
+        max_tokens: MaxTokens = budget,
+    ) -> RankedResult:
+        """Reorder chunks by relevance to the query with the reranker (a cross-encoder when installed, else an
+        embedding-similarity fallback; its name is in `reranker`). Pass ids gathered from any searches, of any
+        levels, to choose which to read before answering. Returns the best top_n, best first.
+        """
+        view, tokens = holder_of(ctx).view()
+        result = rerank_ids(view, query, chunk_ids, top_n)
+        return hits_result(view, tokens, result.hits, max_tokens, result.reranker)  # type: ignore[return-value]
+
+    @read_only_tool(server, "Hierarchical rerank search")
+    def hrr_search(
+        query: Query,
+        ctx: Context[Any, Any],
+        k: Annotated[int, Field(ge=1, le=100, description="Number of broad passages (1-100).")] = 5,
+        sentence_k: Annotated[int, Field(ge=1, le=300, description="Sentences retrieved first (1-300).")] = 50,
+        mid_k: Annotated[int, Field(ge=1, le=100, description="Mid chunks retrieved directly (1-100).")] = 20,
+        rerank_n: Annotated[int, Field(ge=1, le=100, description="Mid candidates the reranker scores (1-100).")] = 20,
+        max_tokens: MaxTokens = budget,
+    ) -> RankedResult:
+        """Hierarchical rerank retrieval in one call: finds sentences and mid chunks, reranks the mid chunks, and
+        returns their broad passages best first, each with `evidence` (the mid chunk ids that led to it). Use it
+        for questions that need a full passage but where the answer hides in one paragraph.
+        """
+        view, tokens = holder_of(ctx).view()
+        result = hrr(view, query, k, sentence_k, mid_k, rerank_n)
+        return hits_result(view, tokens, result.hits, max_tokens, result.reranker)  # type: ignore[return-value]
