@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     except GranragError as exc:
         print(f"granrag-mcp: error: {exc}", file=sys.stderr)
         return 1
-    except BrokenPipeError:  # stdout's reader left: no message can reach anyone, and the wire reports its own
+    except BrokenPipeError:  # stdout's reader left (`status | head`): no file-system fault to report as one
         raise
     except OSError as exc:  # the file system refused something no command anticipated: still the user's to fix
         log.debug("unexpected file system error", exc_info=True)

@@ -282,3 +282,46 @@ def test_an_atomic_write_that_fails_leaves_no_temporary_copy(tmp_path):
     with pytest.raises(OSError):
         write_atomic(target, b"gen-000001 0\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["CURRENT"]
+
+
+def test_a_failure_after_current_switched_is_no_failed_commit(tmp_path, monkeypatch):
+    """Removing older generations comes after CURRENT names the new one: failing there must not report the commit
+    as failed (the new generation is current) nor undo it."""
+    docs = write_corpus(tmp_path / "docs")
+    store = tmp_path / "store"
+    index(docs, store)
+    change_a_document(docs)
+    calls = []
+    original = StoreWriter.clean_leftovers
+
+    def clean_leftovers(self):
+        calls.append(1)
+        if len(calls) == 2:  # the first call takes the lock, the second follows the publication
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return original(self)
+
+    monkeypatch.setattr(StoreWriter, "clean_leftovers", clean_leftovers)
+    summary = index(docs, store)
+    assert summary.committed and summary.generation == 2 and len(calls) == 2
+    assert read_current(store).generation == "gen-000002"
+    snapshot = Snapshot.open(store)
+    assert snapshot.catalog.document_text("cooking.txt").startswith("Grind the coffee")
+    snapshot.close()
+
+
+def test_a_store_this_user_may_not_read_is_one_line(tmp_path, monkeypatch):
+    """Root reads every file, so the refusal is injected where CURRENT is read; the remedy is access, not `recover`."""
+    store = tmp_path / "store"
+    index(write_corpus(tmp_path / "docs"), store)
+    original = Path.read_text
+
+    def read_text(self, *args, **kwargs):
+        if self.name == store_module.CURRENT_FILE:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    with pytest.raises(StoreAccessError) as caught:
+        Snapshot.open(store)
+    message = one_line(caught.value)
+    assert "Permission denied" in message and "read access" in message and "recover" not in message
