@@ -163,6 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     except GranragError as exc:
         print(f"granrag-mcp: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # stdout's reader left (`status | head`): no file-system fault to report as one
+        raise
+    except OSError as exc:  # the file system refused something no command anticipated: still the user's to fix
+        log.debug("unexpected file system error", exc_info=True)
+        where = f" on {exc.filename}" if exc.filename else ""
+        print(f"granrag-mcp: error: {exc.strerror or exc}{where}; check that the path exists and that this user may "
+              f"read it (and, for `index` and `recover`, write it)", file=sys.stderr)
+        return 1
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors())
         print(f"granrag-mcp: error: invalid settings: {problems}", file=sys.stderr)

@@ -39,3 +39,7 @@ class ModelLoadError(GranragError):
 
 class StoreWriteError(GranragError):
     """A commit failed while writing (disk full, I/O error); the previous generation stays current."""
+
+
+class StoreAccessError(GranragError):
+    """The store's location cannot be used: a file in the way, no permission, or a read-only file system."""

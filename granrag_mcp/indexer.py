@@ -15,10 +15,11 @@ import numpy as np
 from granrag_mcp.chunk import LEVELS, Chunk, ChunkSpan, Level
 from granrag_mcp.chunking import ChunkSettings, chunk_document
 from granrag_mcp.embedding import Embedder
-from granrag_mcp.errors import InvalidInputError, NoDocumentsError, StoreWriteError
+from granrag_mcp.errors import GranragError, InvalidInputError, NoDocumentsError, StoreWriteError
 from granrag_mcp.ingest import ExtractionError, SourceFile, discover, extract_text, file_hash
 from granrag_mcp.progress import Progress
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
+from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.manifest import Manifest, StoreIdentity, VectorMode
 from granrag_mcp.store.store import (
@@ -216,11 +217,16 @@ def _index_with_base(
         with clock.stage("commit"):
             manifest = Manifest(generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={})
             writer.publish(folder, manifest)
-    except OSError as exc:
+    except BaseException as exc:
+        # Whatever stopped the commit (a full disk shows up as OSError, sqlite3.OperationalError or a FAISS
+        # RuntimeError), its half-built generation goes: left behind it would keep the disk full.
         writer.abandon(generation)
+        if isinstance(exc, GranragError) or not isinstance(exc, Exception):
+            raise
+        log.debug("commit of generation %d failed", generation, exc_info=True)
         now = readable_current_generation(writer.root) or "none"
         raise StoreWriteError(
-            f"could not commit generation {generation} to {writer.root}: {exc.strerror or exc}; the current "
+            f"could not commit generation {generation} to {writer.root}: {failure_cause(exc)}; the current "
             f"generation is {now} and is intact. Free disk space or fix the file system, then run the command again"
         ) from exc
     summary.generation = generation

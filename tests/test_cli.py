@@ -114,3 +114,67 @@ def test_model_mismatch_names_both_sides(store):
     result = granrag("index", store / "docs", "--store", store / "store", "--mid-tokens", "256")
     assert result.returncode == 1
     assert "mid_tokens: store=512, requested=256" in result.stderr and "--rebuild" in result.stderr
+
+
+def assert_one_line_error(result, *needles):
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    for needle in needles:
+        assert needle in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [("index", ["DOCS"]), ("status", []), ("search", ["octopus"]), ("recover", []), ("serve", [])],
+)
+def test_a_store_that_is_a_file_is_one_line(tmp_path, command, args):
+    docs = write_corpus(tmp_path / "docs", FACTS, repeat=1)
+    store = tmp_path / "store.txt"
+    store.write_text("not a store")
+    args = [docs if a == "DOCS" else a for a in args]
+    result = granrag(command, *args, "--store", store)
+    assert_one_line_error(result, f"the store {store} is a file", "pass --store")
+    assert store.read_text() == "not a store"
+
+
+def test_a_read_only_store_refuses_index_and_recover_and_still_serves_reads(store, tmp_path):
+    from tests.store.mounts import read_only_view
+
+    with read_only_view(store / "store", tmp_path / "view") as view:
+        for command in (["index", store / "docs"], ["recover"]):
+            result = granrag(*command, "--store", view)
+            assert_one_line_error(result, "Read-only file system", f"`{command[0]}` needs write access")
+        status = granrag("status", "--store", view, "--json")
+        assert status.returncode == 0 and json.loads(status.stdout)["generation"] == 1
+        search = granrag("search", "octopus hearts", "--store", view, "--json")
+        assert search.returncode == 0 and json.loads(search.stdout)[0]["doc_id"] == "biology/octopus.txt"
+
+
+def test_a_full_disk_is_one_line_for_index_and_recover(store, tmp_path):
+    import shutil
+
+    from tests.store.mounts import fill, small_disk
+
+    docs = tmp_path / "docs"
+    shutil.copytree(store / "docs", docs)
+    with small_disk(tmp_path / "disk", kib=2048) as disk:
+        shutil.copytree(store / "store", disk / "store")
+        (docs / "tides.txt").write_text("The moon's gravity raises two tidal bulges on the oceans.")
+        assert granrag("index", docs, "--store", disk / "store", "--quiet").returncode == 0  # generation 2
+        filler = fill(disk)
+        (docs / "tides.txt").write_text("Spring tides follow the full and the new moon.")
+        result = granrag("index", docs, "--store", disk / "store", "--quiet")
+        assert_one_line_error(result, "No space left on device", "generation is gen-000002 and is intact")
+        assert not list((disk / "store").glob(".tmp-gen-*"))
+        result = granrag("recover", "--store", disk / "store")
+        assert_one_line_error(result, "could not make gen-000001 current", "No space left on device")
+        status = granrag("status", "--store", disk / "store", "--json")
+        assert status.returncode == 0 and json.loads(status.stdout)["generation"] == 2
+        filler.unlink()
+        assert granrag("recover", "--store", disk / "store").returncode == 0
+
+
+def test_an_unanticipated_file_system_error_is_one_line(tmp_path):
+    too_long = tmp_path / ("x" * 300)  # longer than any file name may be
+    result = granrag("index", too_long, "--store", tmp_path / "store")
+    assert_one_line_error(result, "File name too long", "check that the path exists")

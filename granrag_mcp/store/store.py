@@ -31,7 +31,14 @@ from pathlib import Path
 import filelock
 
 from granrag_mcp.chunk import LEVELS, Level
-from granrag_mcp.errors import IndexBusyError, StoreCorruptError, StoreMismatchError, StoreNotFoundError
+from granrag_mcp.errors import (
+    IndexBusyError,
+    StoreAccessError,
+    StoreCorruptError,
+    StoreMismatchError,
+    StoreNotFoundError,
+    StoreWriteError,
+)
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.durable import fsync_dir, fsync_tree, sha256_bytes, sha256_file, write_atomic
 from granrag_mcp.store.manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, FileEntry, Manifest, StoreIdentity
@@ -64,11 +71,38 @@ class CurrentPointer:
     manifest_sha256: str
 
 
+def check_store_location(root: Path) -> None:
+    """Refuse a store path that is, or lies under, something other than a folder.
+
+    Without this check the user would see whatever fails first inside it (a file that exists, a CURRENT
+    that is not a directory entry), which reads like a damaged store and points at the wrong remedy.
+    """
+    for path in (root, *root.parents):
+        try:
+            is_folder = path.is_dir()
+            exists = is_folder or path.exists()
+        except OSError:  # an ancestor we may not look into: let the operation itself report it
+            return
+        if is_folder:
+            return
+        if exists:
+            problem = "is a file" if path == root else f"cannot be a folder: {path} is a file"
+            raise StoreAccessError(
+                f"the store {root} {problem}; pass --store (or GRANRAG_STORE) a folder (a missing one is created)"
+            )
+
+
 def read_current(root: Path) -> CurrentPointer | None:
     try:
         raw = (root / CURRENT_FILE).read_text(encoding="ascii").split()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        check_store_location(root)
         return None
+    except PermissionError as exc:
+        raise StoreAccessError(
+            f"cannot read {root / CURRENT_FILE}: {exc.strerror}; run as a user who may read the store {root}, "
+            f"or give that user read access to it"
+        ) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise StoreCorruptError(f"cannot read {root / CURRENT_FILE}: {exc}; {_recovery_hint(root)}") from exc
     if len(raw) != 2 or not raw[0].startswith("gen-"):
@@ -184,6 +218,17 @@ def readable_current_generation(root: Path) -> str | None:
         return None
 
 
+def acquire_writer_lock(root: Path) -> filelock.FileLock:
+    """Take the store's writer lock without waiting; filelock.Timeout if another process holds it.
+
+    Creating the lock file is the writer's first write to the store, so an OSError here means the folder
+    cannot be written at all (a read-only file system, no permission).
+    """
+    lock = filelock.FileLock(str(root / LOCK_FILE), timeout=0)
+    lock.acquire()
+    return lock
+
+
 class StoreWriter:
     """The single writer: holds the lock, cleans leftovers, and publishes new generations."""
 
@@ -193,25 +238,36 @@ class StoreWriter:
         self._lock: filelock.FileLock | None = None
 
     def __enter__(self) -> StoreWriter:
-        self.root.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(self.root / LOCK_FILE), timeout=0)
+        check_store_location(self.root)
         try:
-            lock.acquire()
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreAccessError(
+                f"cannot create the store folder {self.root}: {exc.strerror}; pass --store (or GRANRAG_STORE) "
+                f"a folder on a writable file system"
+            ) from exc
+        try:
+            self._lock = acquire_writer_lock(self.root)
         except filelock.Timeout:
             raise IndexBusyError(
                 f"index busy: {self._holder()} is writing to {self.root}; wait for it to finish, or stop that process"
             ) from None
-        self._lock = lock
+        except OSError as exc:
+            raise StoreAccessError(
+                f"cannot write to the store {self.root} ({exc.strerror} on {LOCK_FILE}): `{self.command}` needs "
+                f"write access; make the folder writable, or copy the store to a writable folder and pass that "
+                f"with --store (`serve`, `search` and `status` only read a store)"
+            ) from exc
         holder = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "command": self.command,
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        try:  # informational only: it lets a second writer name the holder
+        try:  # informational only: it lets a second writer name the holder (a full disk is reported by the commit)
             (self.root / HOLDER_FILE).write_text(json.dumps(holder))
         except OSError as exc:
-            log.warning("cannot record the lock holder in %s: %s", self.root / HOLDER_FILE, exc)
+            log.debug("cannot record the lock holder in %s: %s", self.root / HOLDER_FILE, exc)
         self.clean_leftovers()
         return self
 
@@ -294,7 +350,10 @@ class StoreWriter:
             fsync_dir(self.root)
         except OSError as exc:
             log.warning("%s is current, but flushing %s failed (%s)", final.name, self.root, exc)
-        self.clean_leftovers()
+        try:  # also past the commit: leftovers are removed again by the next writer
+            self.clean_leftovers()
+        except OSError as exc:
+            log.warning("%s is current, but removing older generations from %s failed (%s)", final.name, self.root, exc)
         return final
 
     def rollback(self) -> str:
@@ -312,7 +371,14 @@ class StoreWriter:
             except Exception as exc:  # any damage disqualifies the candidate
                 log.warning("generation %s is not usable: %s", name, exc)
                 continue
-            write_atomic(self.root / CURRENT_FILE, f"{name} {sha256_bytes(data)}\n".encode("ascii"))
+            try:
+                write_atomic(self.root / CURRENT_FILE, f"{name} {sha256_bytes(data)}\n".encode("ascii"))
+            except OSError as exc:
+                now = readable_current_generation(self.root) or "none"
+                raise StoreWriteError(
+                    f"could not make {name} current in {self.root}: {exc.strerror or exc}; the current generation is "
+                    f"{now}. Free disk space or fix the file system, then run the command again"
+                ) from exc
             return name
         raise StoreCorruptError(
             f"no intact generation to fall back to in {self.root}; rebuild with "
