@@ -43,14 +43,8 @@ class Tokenizer:
                 continue
         return lengths
 
-    def encode(self, text: str) -> list[int]:
-        return self._encoding.encode_ordinary(text)
-
     def count(self, text: str) -> int:
         return len(self._encoding.encode_ordinary(text))
-
-    def decode(self, tokens: list[int]) -> str:
-        return self._encoding.decode(tokens)
 
     def boundaries(self, text: str) -> np.ndarray:
         """Character offsets of the token boundaries: ``n_tokens + 1`` non-decreasing values from 0 to len(text).

@@ -148,9 +148,6 @@ class Catalog:
         sql = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = ? AND level = ? AND seq BETWEEN ? AND ? ORDER BY seq"
         return [_chunk(r) for r in self._query(sql, [doc_id, level, first, last])]
 
-    def last_seq(self, doc_id: str, level: Level) -> int:
-        return self._query("SELECT max(seq) FROM chunks WHERE doc_id = ? AND level = ?", [doc_id, level])[0][0]
-
     def children(self, parent_ids: Sequence[int]) -> dict[int, list[int]]:
         out: dict[int, list[int]] = {pid: [] for pid in parent_ids}
         for batch in _batches(list(parent_ids)):

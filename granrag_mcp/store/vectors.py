@@ -7,9 +7,7 @@ The kind of index follows the level's size:
   `benchmarks/bench_scale_store.py`) whose vectors are stored as float16 (`IndexHNSWSQ` with `QT_fp16`): half the
   bytes of float32, which a graph search touches all over the file, for a recall within the noise of building
   the graph (benchmarks/results/scale_server.md). Its search breadth `efSearch` is set on every search, never
-  taken from the file. Graphs written before float16 storage existed (`IndexHNSWFlat`, float32) are read as
-  they are and re-encoded to float16 when next written: the graph is kept, only its vectors are converted
-  (seconds, not a rebuild).
+  taken from the file.
 
 Both are wrapped in `IndexIDMap2`, so results and `reconstruct` speak chunk ids, and the kind is read back from
 the file itself. An HNSW graph cannot delete nodes: `remove` marks the rows of removed ids as tombstones
@@ -197,10 +195,6 @@ class VectorIndex:
         elif self._kind == "hnsw" and self._tombstones > TOMBSTONE_LIMIT * self._index.ntotal:
             log.info("rebuilding an HNSW index: %d of its %d rows were removed", self._tombstones, self._index.ntotal)
             self._rebuild("hnsw")
-        elif self._kind == "hnsw" and self._storage != HNSW_STORAGE:
-            log.info("re-encoding the %d vectors of an HNSW index from %s to %s", self._index.ntotal, self._storage,
-                     HNSW_STORAGE)
-            self._reencode()
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         k = min(k, len(self))
@@ -260,37 +254,18 @@ class VectorIndex:
                 fresh.add_with_ids(np.ascontiguousarray(vectors[live]), ids[live])
         self.__dict__.update(VectorIndex(fresh, threshold=self.threshold, ef_search=self.ef_search).__dict__)
 
-    def _reencode(self) -> None:
-        """The same graph (neighbours, levels, entry point) and id map, over vectors stored as `HNSW_STORAGE`."""
-        self._own()  # the copied graph must not point into a mapped file
-        fresh = _hnsw(self.dimension)
-        inner = faiss.downcast_index(fresh.index)
-        inner.hnsw = self._inner.hnsw  # a copy of the C++ struct
-        storage = faiss.downcast_index(inner.storage)
-        for _, vectors in self._rows():
-            storage.add(vectors)
-        inner.ntotal = fresh.ntotal = storage.ntotal
-        faiss.copy_array_to_vector(faiss.vector_to_array(self._index.id_map), fresh.id_map)  # tombstones included
-        fresh.construct_rev_map()
-        self.__dict__.update(VectorIndex(fresh, threshold=self.threshold, ef_search=self.ef_search).__dict__)
-
 
 def _flat(dimension: int) -> faiss.IndexIDMap2:
     return _id_map(faiss.IndexFlatIP(dimension))
 
 
 def _hnsw(dimension: int) -> faiss.IndexIDMap2:
-    if HNSW_STORAGE == "fp16":
-        inner = faiss.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_fp16, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-    else:
-        inner = faiss.IndexHNSWFlat(dimension, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    inner = faiss.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_fp16, HNSW_M, faiss.METRIC_INNER_PRODUCT)
     inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
     return _id_map(inner)
 
 
 def _kind_and_storage(inner: faiss.Index) -> tuple[Kind, Storage]:
-    if isinstance(inner, faiss.IndexHNSWFlat):
-        return "hnsw", "fp32"
     if isinstance(inner, faiss.IndexHNSWSQ):
         quantizer = faiss.downcast_index(inner.storage).sq
         if quantizer.qtype == faiss.ScalarQuantizer.QT_fp16 and inner.metric_type == faiss.METRIC_INNER_PRODUCT:

@@ -264,30 +264,3 @@ def test_a_graph_stores_float16_and_finds_what_exact_search_finds(tmp_path):
     assert np.allclose(loaded.reconstruct(ids[[0, 999]]), data[[0, 999]], atol=FP16_ATOL)
 
 
-def old_float32_graph(path, monkeypatch, n=120):
-    """A graph as written before float16 storage: IndexHNSWFlat inside the id map."""
-    with monkeypatch.context() as patch:
-        patch.setattr(vectors_module, "HNSW_STORAGE", "fp32")
-        grown(n).write(path)
-    raw = faiss.read_index(str(path))
-    assert isinstance(faiss.downcast_index(raw.index), faiss.IndexHNSWFlat)
-
-
-def test_an_old_float32_graph_is_read_and_reencoded_when_written(tmp_path, monkeypatch):
-    path = tmp_path / "old.faiss"
-    old_float32_graph(path, monkeypatch)
-    digest = file_digest(path)
-    vectors = random_vectors(120)
-    old = VectorIndex.read(path, threshold=THRESHOLD)
-    assert (old.kind, old.storage) == ("hnsw", "fp32")
-    assert np.allclose(old.reconstruct(IDS[[3]]), vectors[[3]], atol=1e-6)
-    before = [ids_of(old.search(q, 10)) for q in vectors[:30]]
-    old.remove(IDS[:2])  # tombstones survive the re-encoding
-    old.write(tmp_path / "new.faiss")
-    assert file_digest(path) == digest
-    new = VectorIndex.read(tmp_path / "new.faiss", threshold=THRESHOLD)
-    assert (new.kind, new.storage, new.tombstones, len(new)) == ("hnsw", "fp16", 2, 118)
-    after = [ids_of(new.search(q, 10)) for q in vectors[:30]]
-    gone = set(IDS[:2].tolist())
-    assert not any(set(hits) & gone for hits in after)
-    assert [[i for i in hits if i not in gone][:5] for hits in before] == [hits[:5] for hits in after]
