@@ -29,10 +29,6 @@ MAX_REQUEST_BYTES = 1 << 20
 4000-character query with 100 chunk ids of 64 characters, every character sent as an escaped surrogate pair, is
 under 150 KB."""
 
-BACKLOG = 128
-"""Pending connections the kernel queues. asyncio also tries this many accepts in a row on each wake-up, and when
-descriptors run out every try fails, so a smaller queue is also less work while the server is out of them."""
-
 
 def _digest(value: str) -> bytes:
     # Comparing fixed-length digests keeps the comparison's time independent of the token's length too.
@@ -88,7 +84,7 @@ def transport_security(host: str, port: int) -> TransportSecuritySettings:
     )
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, backlog: int) -> socket.socket:
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                              flags=socket.AI_PASSIVE)[0]
@@ -97,7 +93,7 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         raise GranragError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
-    sock.listen(BACKLOG)
+    sock.listen(backlog)
     return sock
 
 
@@ -106,7 +102,8 @@ def run_http(server: MCPServer, settings: Settings) -> None:
     import uvicorn
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    sock = _bind(settings.host, settings.port)
+    guard = ConnectionGuard(settings.http_max_connections, settings.http_header_timeout)
+    sock = _bind(settings.host, settings.port, guard.backlog)
     port = sock.getsockname()[1]
     app: Any = server.streamable_http_app(
         streamable_http_path="/mcp", transport_security=transport_security(settings.host, port), host=settings.host,
@@ -118,10 +115,9 @@ def run_http(server: MCPServer, settings: Settings) -> None:
         if not token.strip():
             raise GranragError("GRANRAG_AUTH_TOKEN is set but empty: set it to a long random secret, or unset it")
         app = BearerTokenMiddleware(app, token)
-    guard = ConnectionGuard(settings.http_max_connections, settings.http_header_timeout)
     app = guard.track_requests(app)
     limit_repeated_lines()
-    ensure_file_limit(settings.http_max_connections)
+    ensure_file_limit(guard)
     name = f"[{settings.host}]" if ":" in settings.host else settings.host
     url = f"http://{name}:{port}/mcp"
 
@@ -134,6 +130,6 @@ def run_http(server: MCPServer, settings: Settings) -> None:
                 sys.stderr.flush()
 
     # No WebSocket protocol: an upgrade would swap the connection's protocol and leave the guard.
-    config = uvicorn.Config(app, http=guard.protocol(AutoHTTPProtocol), ws="none", backlog=BACKLOG,
+    config = uvicorn.Config(app, http=guard.protocol(AutoHTTPProtocol), ws="none", backlog=guard.backlog,
                             log_config=None, access_log=False, lifespan="on", log_level=settings.log_level.lower())
     Server(config).run(sockets=[sock])

@@ -32,6 +32,11 @@ closing a socket with unread input makes the kernel reset the connection, and th
 instead of the 503. At most max_connections refused connections linger at a time, so a flood of connections
 needs at most twice the limit in descriptors; past that they are closed at once."""
 
+MAX_BACKLOG = 128
+"""Most pending connections the kernel queues. asyncio accepts up to this many in a row on each wake-up before any of
+them reaches a protocol (and the limit), so the backlog is also capped at the connection limit: the descriptors of
+one such batch count against the open-file limit too."""
+
 FILES_BESIDES_CONNECTIONS = 64
 """Descriptors the server needs besides its connections: the index files, the model, the event loop, pipes."""
 
@@ -73,6 +78,15 @@ class ConnectionGuard:
         self.connections: dict[Peer, GuardedConnection] = {}
         self.admitted = 0
         self.lingering = 0
+
+    @property
+    def backlog(self) -> int:
+        return min(MAX_BACKLOG, self.max_connections)
+
+    @property
+    def descriptors_needed(self) -> int:
+        """Admitted connections, as many lingering refusals, one batch of accepts, and the rest of the server."""
+        return 2 * self.max_connections + self.backlog + FILES_BESIDES_CONNECTIONS
 
     def protocol(self, inner: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
         """A protocol class for ``uvicorn.Config(http=...)`` that guards each connection of `inner`."""
@@ -262,13 +276,13 @@ def quiet_resource_errors(loop: asyncio.AbstractEventLoop, context: dict[str, An
     loop.default_exception_handler(context)
 
 
-def ensure_file_limit(max_connections: int) -> None:
+def ensure_file_limit(guard: ConnectionGuard) -> None:
     """Raise the soft open-file limit toward the hard one when the connection limit needs it, else warn once."""
     try:
         import resource
     except ImportError:  # Windows has no such limit to raise
         return
-    needed = 2 * max_connections + FILES_BESIDES_CONNECTIONS  # admitted ones and as many lingering refusals
+    needed = guard.descriptors_needed
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= needed:
         return
@@ -280,6 +294,5 @@ def ensure_file_limit(max_connections: int) -> None:
         except (ValueError, OSError):
             pass
     if soft < needed:
-        log.warning("the open-file limit (%d) is below %d, twice GRANRAG_HTTP_MAX_CONNECTIONS (%d) plus %d for the "
-                    "index: lower the setting or raise the limit (ulimit -n)", soft, needed, max_connections,
-                    FILES_BESIDES_CONNECTIONS)
+        log.warning("the open-file limit (%d) is below the %d descriptors that GRANRAG_HTTP_MAX_CONNECTIONS=%d may "
+                    "need: lower the setting or raise the limit (ulimit -n)", soft, needed, guard.max_connections)

@@ -39,7 +39,8 @@ def check_token(token: str) -> None:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GRANRAG_", extra="ignore", frozen=True)
+    # Errors do not echo their input: the input can hold the auth token.
+    model_config = SettingsConfigDict(env_prefix="GRANRAG_", extra="ignore", frozen=True, hide_input_in_errors=True)
 
     store: Path = Field(Path("index_store"), description="Folder of the index store.")
     model: str = Field(DEFAULT_MODEL, description="Sentence-transformers model name (local cache) or local path.")

@@ -45,14 +45,14 @@ class Running:
         return self.stderr.read_text(encoding="utf-8", errors="replace")
 
 
-def start(settings: Settings, folder: Path, **env: str) -> Running:
+def start(settings: Settings, folder: Path, popen: dict[str, Any] | None = None, **env: str) -> Running:
     folder.mkdir(parents=True, exist_ok=True)
     stderr = folder / "server.stderr"
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
             [granrag_command(), "serve", "--transport", "http", "--port", "0", "--store", str(settings.store)],
             env=os.environ | server_env(settings, **env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=sink,
+            stderr=sink, **(popen or {}),
         )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -217,3 +217,18 @@ def test_transport_security_per_bind() -> None:
     assert "[::1]:9000" in transport_security("::1", 9000).allowed_hosts
     assert "127.0.0.2:80" in transport_security("127.0.0.2", 80).allowed_hosts
     assert not transport_security("0.0.0.0", 8765).enable_dns_rebinding_protection
+
+
+@pytest.mark.parametrize("token", [f"{TOKEN}\n", f" {TOKEN}", f"{TOKEN}\t", f"{TOKEN}\u00e9", f"{TOKEN[:4]}\x01{TOKEN[4:]}"])
+def test_a_token_no_header_can_carry_is_refused_at_start(tmp_path: Path, token: str) -> None:
+    """Such a token used to start a server that then answered 401 to every request, the right token included."""
+    env = os.environ | {"GRANRAG_AUTH_TOKEN": token}
+    completed = subprocess.run(
+        [granrag_command(), "serve", "--transport", "http", "--port", "0", "--store", str(tmp_path)],
+        env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+    assert completed.returncode == 2, completed.stderr
+    assert completed.stdout == ""
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "GRANRAG_AUTH_TOKEN" in lines[0], completed.stderr
+    assert TOKEN[4:] not in completed.stderr
