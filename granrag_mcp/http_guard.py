@@ -51,6 +51,13 @@ def peer_of(transport: asyncio.BaseTransport) -> Peer | None:
     return None
 
 
+def has_body(scope: Scope) -> bool:
+    for name, value in scope.get("headers", ()):
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"", b"0")):
+            return True
+    return False
+
+
 def refusal(open_connections: int) -> bytes:
     body = json.dumps({
         "error": "too_many_connections",
@@ -108,16 +115,30 @@ class ConnectionGuard:
                 await app(scope, receive, send)
                 return
             connection.request_started()
+            if not has_body(scope):
+                connection.body_received()
+
+            async def body(receive: Receive = receive) -> dict[str, Any]:
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body"):
+                    connection.body_received()
+                return message
+
             try:
-                await app(scope, receive, send)
+                await app(scope, body, send)
             finally:
                 connection.request_finished()
 
         return tracked
 
     def admit(self, connection: GuardedConnection) -> bool:
+        """Admit `connection`, closing the oldest one with no request being served if the limit is reached: a
+        client that is slow to send its request then loses its place to one that is not, instead of the reverse."""
         if self.admitted >= self.max_connections:
-            return False
+            idle = next((c for c in self.connections.values() if not c.in_flight and not c.closing), None)
+            if idle is None:
+                return False
+            idle.evict()
         self.admitted += 1
         if connection.peer is not None:
             self.connections[connection.peer] = connection
@@ -142,6 +163,7 @@ class GuardedConnection(asyncio.Protocol):
         self.in_flight = 0
         self.timer: asyncio.TimerHandle | None = None
         self.lingers = False  # a refused connection waiting for REFUSAL_LINGER
+        self.closing = False
 
     # asyncio.Protocol ------------------------------------------------------------------------------------------------
 
@@ -198,13 +220,31 @@ class GuardedConnection(asyncio.Protocol):
         self.timer = asyncio.get_running_loop().call_later(REFUSAL_LINGER, self.transport.abort)
 
     def request_started(self) -> None:
+        """The deadline goes on until the request's body is in: a body sent a byte at a time pins a connection
+        as surely as a head sent so, and a request being served is never closed to make room."""
         self.in_flight += 1
+
+    def body_received(self) -> None:
         self.disarm()
 
     def request_finished(self) -> None:
         self.in_flight -= 1
         if self.in_flight == 0 and self.transport is not None and not self.transport.is_closing():
             self.arm()
+
+    def evict(self) -> None:
+        log.info("closed an idle connection from %s to make room for a new one (GRANRAG_HTTP_MAX_CONNECTIONS)",
+                 self.peer[0] if self.peer else "?")
+        self.close()
+
+    def close(self) -> None:
+        self.closing = True
+        self.disarm()
+        assert self.transport is not None
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()  # a peer that does not read would keep a graceful close waiting forever
+        else:
+            self.transport.close()
 
     def arm(self) -> None:
         self.disarm()
@@ -217,32 +257,30 @@ class GuardedConnection(asyncio.Protocol):
 
     def expire(self) -> None:
         self.timer = None
-        transport = self.transport
-        if self.in_flight or transport is None or transport.is_closing():
+        if self.transport is None or self.transport.is_closing():
             return
         log.info("closed a connection from %s that sent no complete request within %g s (GRANRAG_HTTP_HEADER_TIMEOUT)",
                  self.peer[0] if self.peer else "?", self.guard.header_timeout)
-        if transport.get_write_buffer_size():
-            transport.abort()  # a peer that does not read would keep a graceful close waiting forever
-        else:
-            transport.close()
+        self.close()
 
 
 # --- log floods ----------------------------------------------------------------------------------------------------
 
 
 class RepeatFilter(logging.Filter):
-    """Let at most `burst` records of one message template through per `window` seconds; the first one through
-    after a quiet spell says how many were dropped, so a flood costs a few lines and stays visible."""
+    """Let at most `burst` records from one logging call site through per `window` seconds; the first one through
+    after a quiet spell says how many were dropped, so a flood costs a few lines and stays visible. Keyed on the call
+    site, not the message, because many messages are formatted before logging (a session id in each)."""
 
-    def __init__(self, burst: int = 10, window: float = 10.0) -> None:
+    def __init__(self, burst: int = 10, window: float = 10.0, sites: int = 1000) -> None:
         super().__init__()
         self.burst = burst
         self.window = window
-        self.seen: dict[tuple[str, str], tuple[float, int, int]] = {}  # key -> (window start, passed, dropped)
+        self.sites = sites
+        self.seen: dict[tuple[str, int], tuple[float, int, int]] = {}  # site -> (window start, passed, dropped)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = (record.name, str(record.msg))
+        key = (record.pathname, record.lineno)
         now = time.monotonic()
         start, passed, dropped = self.seen.get(key, (now, 0, 0))
         if now - start >= self.window:
@@ -252,8 +290,14 @@ class RepeatFilter(logging.Filter):
             return False
         if dropped:
             record.msg = f"{record.msg} [{dropped} similar lines dropped]"
+        if key not in self.seen and len(self.seen) >= self.sites:
+            self.forget(now)
         self.seen[key] = (start, passed + 1, 0)
         return True
+
+    def forget(self, now: float) -> None:
+        """Drop the sites whose window is over, so the table stays small whatever logs through it."""
+        self.seen = {k: v for k, v in self.seen.items() if now - v[0] < self.window or v[2]}
 
 
 def limit_repeated_lines(logger: logging.Logger | None = None) -> RepeatFilter:
@@ -269,7 +313,7 @@ def quiet_resource_errors(loop: asyncio.AbstractEventLoop, context: dict[str, An
     traceback (asyncio logs it once per pending connection on every try, with a traceback each); anything else goes
     to the default handler."""
     exc = context.get("exception")
-    if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS:
+    if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS and context.get("socket") is not None:
         log.error("cannot accept a connection: %s; lower GRANRAG_HTTP_MAX_CONNECTIONS or raise the open-file "
                   "limit (ulimit -n)", exc.strerror or exc)
         return

@@ -3,6 +3,8 @@ for the Host/Origin checks and the bearer token."""
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import re
 import subprocess
@@ -20,6 +22,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from granrag_mcp.http_auth import BearerTokenMiddleware, transport_security
+from granrag_mcp.http_guard import limit_repeated_lines
 from granrag_mcp.settings import Settings
 from tests.test_server import TOOLS
 from tests.test_server_stdio import build_real_store, granrag_command, server_env
@@ -232,3 +235,28 @@ def test_a_token_no_header_can_carry_is_refused_at_start(tmp_path: Path, token: 
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and "GRANRAG_AUTH_TOKEN" in lines[0], completed.stderr
     assert TOKEN[4:] not in completed.stderr
+
+
+def test_repeated_log_lines_are_bounded() -> None:
+    """Ten thousand records from one call site, each with its own text: a few lines, and a count of the dropped."""
+    logger = logging.getLogger("granrag-test-flood")
+    logger.propagate = False
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        repeat = limit_repeated_lines(logger)
+
+        def flood(number: int) -> None:
+            logger.error(f"flood line {number}")
+
+        for number in range(10_000):
+            flood(number)
+        logger.error("another call site")
+        assert stream.getvalue().count("flood line") == repeat.burst
+        assert "another call site" in stream.getvalue()
+        repeat.window = 0.0  # the next record opens a new window and reports what was dropped
+        flood(10_000)
+        assert f"[{10_000 - repeat.burst} similar lines dropped]" in stream.getvalue().splitlines()[-1]
+    finally:
+        logger.removeHandler(handler)
