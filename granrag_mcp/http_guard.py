@@ -4,9 +4,10 @@ repeated log lines.
 uvicorn has no timeout for reading a request head: its keep-alive timer is cancelled by any byte, so a client that
 sends one byte a second holds its connection (and a file descriptor) forever. Its ``limit_concurrency`` answers 503
 only once a request head has been parsed, so it does not bound connections either. The guard is an asyncio protocol
-that wraps uvicorn's own HTTP protocol (passed as ``uvicorn.Config(http=...)``): it refuses connections past the
-limit with an immediate 503, and closes a connection that has no request being served and has not delivered a
-complete request head within the deadline. An ASGI middleware of the same guard tells it when a request of a
+that wraps uvicorn's own HTTP protocol (passed as ``uvicorn.Config(http=...)``). At the limit it closes the oldest
+connection that has no request being served to make room, and answers 503 at once only when every admitted
+connection is serving one. It closes a connection that has not delivered a complete request (head and body) within
+the deadline, counted from connecting or from the end of its previous request. An ASGI middleware of the same guard tells it when a request of a
 connection reaches the application and when the application is done with it; the two meet on the peer address,
 which is unique among the open connections of one listening socket.
 """
