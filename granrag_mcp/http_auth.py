@@ -1,8 +1,10 @@
-"""The streamable HTTP transport: a static bearer token (ASGI middleware), the Host/Origin allow-lists, and
-uvicorn on a socket bound before start-up, so port 0 works and the real port is known."""
+"""The streamable HTTP transport: a static bearer token (ASGI middleware), the Host/Origin allow-lists, the
+connection guards of http_guard, the session limits, and uvicorn on a socket bound before start-up, so port 0
+works and the real port is known."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -17,6 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from granrag_mcp.errors import GranragError
+from granrag_mcp.http_guard import ConnectionGuard, ensure_file_limit, limit_repeated_lines, quiet_resource_errors
 from granrag_mcp.settings import Settings, is_loopback
 
 log = logging.getLogger(__name__)
@@ -81,7 +84,7 @@ def transport_security(host: str, port: int) -> TransportSecuritySettings:
     )
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, backlog: int) -> socket.socket:
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                              flags=socket.AI_PASSIVE)[0]
@@ -90,35 +93,43 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         raise GranragError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
-    sock.listen(128)
+    sock.listen(backlog)
     return sock
 
 
 def run_http(server: MCPServer, settings: Settings) -> None:
     """Serve `server` on http://HOST:PORT/mcp until the process is stopped; the bound URL is logged on stderr."""
     import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    sock = _bind(settings.host, settings.port)
+    guard = ConnectionGuard(settings.http_max_connections, settings.http_header_timeout)
+    sock = _bind(settings.host, settings.port, guard.backlog)
     port = sock.getsockname()[1]
     app: Any = server.streamable_http_app(
         streamable_http_path="/mcp", transport_security=transport_security(settings.host, port), host=settings.host,
-        max_request_body_size=MAX_REQUEST_BYTES,
+        max_request_body_size=MAX_REQUEST_BYTES, max_sessions=settings.http_max_sessions,
+        session_idle_timeout=settings.http_session_idle_timeout,
     )
     if settings.auth_token is not None:
         token = settings.auth_token.get_secret_value()
         if not token.strip():
             raise GranragError("GRANRAG_AUTH_TOKEN is set but empty: set it to a long random secret, or unset it")
         app = BearerTokenMiddleware(app, token)
+    app = guard.track_requests(app)
+    limit_repeated_lines()
+    ensure_file_limit(guard)
     name = f"[{settings.host}]" if ":" in settings.host else settings.host
     url = f"http://{name}:{port}/mcp"
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            asyncio.get_running_loop().set_exception_handler(quiet_resource_errors)
             await super().startup(sockets)
             if not self.should_exit:  # tests read this line to learn the port
                 sys.stderr.write(f"granrag-mcp: listening on {url}\n")
                 sys.stderr.flush()
 
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
-                            log_level=settings.log_level.lower())
+    # No WebSocket protocol: an upgrade would swap the connection's protocol and leave the guard.
+    config = uvicorn.Config(app, http=guard.protocol(AutoHTTPProtocol), ws="none", backlog=guard.backlog,
+                            log_config=None, access_log=False, lifespan="on", log_level=settings.log_level.lower())
     Server(config).run(sockets=[sock])

@@ -24,8 +24,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_token(token: str) -> None:
+    """Refuse a bearer token that no client can send in a header, so the server would refuse every request."""
+    if token != token.strip():
+        raise ValueError(
+            "GRANRAG_AUTH_TOKEN starts or ends with whitespace (often a newline from a file or `echo`), which no "
+            "client can send: remove it"
+        )
+    if not all(" " <= char <= "~" for char in token):
+        raise ValueError(
+            "GRANRAG_AUTH_TOKEN holds characters that an HTTP header cannot carry (control or non-ASCII "
+            "characters): use printable ASCII only, such as the output of `openssl rand -hex 32`"
+        )
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GRANRAG_", extra="ignore", frozen=True)
+    # Errors do not echo their input: the input can hold the auth token.
+    model_config = SettingsConfigDict(env_prefix="GRANRAG_", extra="ignore", frozen=True, hide_input_in_errors=True)
 
     store: Path = Field(Path("index_store"), description="Folder of the index store.")
     model: str = Field(DEFAULT_MODEL, description="Sentence-transformers model name (local cache) or local path.")
@@ -55,6 +70,21 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="HTTP bind address.")
     port: int = Field(8765, ge=0, le=65535, description="HTTP port (0 picks a free one).")
     auth_token: SecretStr | None = Field(None, description="Bearer token; required to bind a non-loopback host.")
+    http_max_connections: int = Field(
+        100, ge=1, le=65536, description="Most open HTTP connections; one more is answered 503 at once."
+    )
+    http_header_timeout: float = Field(
+        10.0, gt=0, le=3600, allow_inf_nan=False,
+        description="Seconds an HTTP connection may take to send a whole request head, from connecting or from the "
+        "end of its previous request; then it is closed.",
+    )
+    http_max_sessions: int = Field(
+        64, ge=1, le=100000, description="Most open MCP sessions over HTTP; one more is answered 503."
+    )
+    http_session_idle_timeout: float = Field(
+        600.0, gt=0, le=86400, allow_inf_nan=False,
+        description="Seconds an MCP session over HTTP may go without a request before it is closed.",
+    )
     max_tokens: int = Field(4000, ge=50, le=100000, description="Default token budget of a tool result.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level (stderr).")
 
@@ -66,6 +96,8 @@ class Settings(BaseSettings):
                 f"binding {self.host} exposes the server beyond this machine: set GRANRAG_AUTH_TOKEN to a secret "
                 "bearer token, or bind 127.0.0.1"
             )
+        if self.transport == "http" and self.auth_token is not None:
+            check_token(self.auth_token.get_secret_value())
         return self
 
     @property

@@ -3,6 +3,8 @@ for the Host/Origin checks and the bearer token."""
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import re
 import subprocess
@@ -20,6 +22,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from granrag_mcp.http_auth import BearerTokenMiddleware, transport_security
+from granrag_mcp.http_guard import limit_repeated_lines
 from granrag_mcp.settings import Settings
 from tests.test_server import TOOLS
 from tests.test_server_stdio import build_real_store, granrag_command, server_env
@@ -45,14 +48,14 @@ class Running:
         return self.stderr.read_text(encoding="utf-8", errors="replace")
 
 
-def start(settings: Settings, folder: Path, **env: str) -> Running:
+def start(settings: Settings, folder: Path, popen: dict[str, Any] | None = None, **env: str) -> Running:
     folder.mkdir(parents=True, exist_ok=True)
     stderr = folder / "server.stderr"
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
             [granrag_command(), "serve", "--transport", "http", "--port", "0", "--store", str(settings.store)],
             env=os.environ | server_env(settings, **env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=sink,
+            stderr=sink, **(popen or {}),
         )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -217,3 +220,43 @@ def test_transport_security_per_bind() -> None:
     assert "[::1]:9000" in transport_security("::1", 9000).allowed_hosts
     assert "127.0.0.2:80" in transport_security("127.0.0.2", 80).allowed_hosts
     assert not transport_security("0.0.0.0", 8765).enable_dns_rebinding_protection
+
+
+@pytest.mark.parametrize("token", [f"{TOKEN}\n", f" {TOKEN}", f"{TOKEN}\t", f"{TOKEN}\u00e9", f"{TOKEN[:4]}\x01{TOKEN[4:]}"])
+def test_a_token_no_header_can_carry_is_refused_at_start(tmp_path: Path, token: str) -> None:
+    """Such a token used to start a server that then answered 401 to every request, the right token included."""
+    env = os.environ | {"GRANRAG_AUTH_TOKEN": token}
+    completed = subprocess.run(
+        [granrag_command(), "serve", "--transport", "http", "--port", "0", "--store", str(tmp_path)],
+        env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+    assert completed.returncode == 2, completed.stderr
+    assert completed.stdout == ""
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "GRANRAG_AUTH_TOKEN" in lines[0], completed.stderr
+    assert TOKEN[4:] not in completed.stderr
+
+
+def test_repeated_log_lines_are_bounded() -> None:
+    """Ten thousand records from one call site, each with its own text: a few lines, and a count of the dropped."""
+    logger = logging.getLogger("granrag-test-flood")
+    logger.propagate = False
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        repeat = limit_repeated_lines(logger)
+
+        def flood(number: int) -> None:
+            logger.error(f"flood line {number}")
+
+        for number in range(10_000):
+            flood(number)
+        logger.error("another call site")
+        assert stream.getvalue().count("flood line") == repeat.burst
+        assert "another call site" in stream.getvalue()
+        repeat.window = 0.0  # the next record opens a new window and reports what was dropped
+        flood(10_000)
+        assert f"[{10_000 - repeat.burst} similar lines dropped]" in stream.getvalue().splitlines()[-1]
+    finally:
+        logger.removeHandler(handler)

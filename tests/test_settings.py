@@ -36,3 +36,34 @@ def test_a_public_bind_address_needs_a_token():
         Settings(transport="http", host="0.0.0.0")
     assert Settings(transport="http", host="0.0.0.0", auth_token="s3cret").auth_token.get_secret_value() == "s3cret"
     assert Settings(transport="http", host="::1").host == "::1"
+
+
+@pytest.mark.parametrize("token", ["s3cret\n", " s3cret", "s3cret\r\n", "s3\tcret", "s3cr\u00e9t", "s3\x7fcret"])
+def test_a_token_no_header_can_carry_is_rejected_for_http(token):
+    with pytest.raises(ValidationError, match="GRANRAG_AUTH_TOKEN") as caught:
+        Settings(transport="http", auth_token=token)
+    assert "s3" not in str(caught.value).replace("GRANRAG", "")
+    assert Settings(transport="stdio", auth_token=token).transport == "stdio"  # not used there: no reason to fail
+    assert Settings(transport="http", auth_token="s3 cret").auth_token.get_secret_value() == "s3 cret"
+
+
+@pytest.mark.parametrize("name, value", [
+    ("GRANRAG_HTTP_MAX_CONNECTIONS", "0"), ("GRANRAG_HTTP_MAX_CONNECTIONS", "many"),
+    ("GRANRAG_HTTP_HEADER_TIMEOUT", "0"), ("GRANRAG_HTTP_HEADER_TIMEOUT", "inf"), ("GRANRAG_HTTP_HEADER_TIMEOUT", "nan"),
+    ("GRANRAG_HTTP_MAX_SESSIONS", "-1"), ("GRANRAG_HTTP_SESSION_IDLE_TIMEOUT", "-5"),
+    ("GRANRAG_HTTP_SESSION_IDLE_TIMEOUT", "1e9"),
+])
+def test_http_limits_are_validated(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match=name.removeprefix("GRANRAG_").lower()):
+        Settings()
+
+
+def test_http_limits_are_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv("GRANRAG_HTTP_MAX_CONNECTIONS", "7")
+    monkeypatch.setenv("GRANRAG_HTTP_HEADER_TIMEOUT", "2.5")
+    monkeypatch.setenv("GRANRAG_HTTP_MAX_SESSIONS", "3")
+    monkeypatch.setenv("GRANRAG_HTTP_SESSION_IDLE_TIMEOUT", "90")
+    settings = Settings()
+    assert (settings.http_max_connections, settings.http_header_timeout) == (7, 2.5)
+    assert (settings.http_max_sessions, settings.http_session_idle_timeout) == (3, 90.0)
