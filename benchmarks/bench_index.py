@@ -39,7 +39,7 @@ def child(corpus: Path, store: Path, mode: str) -> None:
     """Runs in the child process: one index run, its measurements as one JSON line on stdout."""
     _common.offline_env()
     began = time.perf_counter()
-    from granrag_mcp.cli import run_index
+    from granrag_mcp.engine import run_index
     from granrag_mcp.settings import Settings
 
     settings = Settings(store=store, vector_mode=mode, log_level="WARNING")

@@ -50,7 +50,7 @@ def ensure_store(store: Path, squad: Path, copies: int) -> dict[str, Any] | None
 
     if read_current(store) is not None:
         return None
-    from granrag_mcp.cli import run_index
+    from granrag_mcp.engine import run_index
     from granrag_mcp.settings import Settings
 
     documents, _ = squad_corpus.load(squad)

@@ -180,21 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def run_index(paths: list[Path], settings, *, prune: bool = False, rebuild: bool = False, quiet: bool = False):
-    from granrag_mcp.engine import make_embedder
-    from granrag_mcp.indexer import index_paths
-    from granrag_mcp.progress import Progress
-    from granrag_mcp.tokens import get_tokenizer
-
-    return index_paths(
-        paths, settings.store,
-        embedder_factory=lambda: make_embedder(settings), tokenizer=get_tokenizer(settings.tokenizer),
-        chunking=settings.chunking, vector_mode=settings.vector_mode, model_name=settings.model,
-        prune=prune, rebuild=rebuild, progress=Progress(enabled=not quiet),
-    )
-
-
 def cmd_index(args: argparse.Namespace, settings) -> int:
+    from granrag_mcp.engine import run_index
+
     summary = run_index(args.paths, settings, prune=args.prune, rebuild=args.rebuild, quiet=args.quiet)
     if args.json:
         print(json.dumps({**summary.__dict__, "store": str(summary.store)}, indent=2))

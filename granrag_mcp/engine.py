@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import faiss
 
@@ -15,7 +17,25 @@ from granrag_mcp.store.live import LiveStore
 from granrag_mcp.store.store import read_current
 from granrag_mcp.tokens import RememberedCounts, get_tokenizer
 
+if TYPE_CHECKING:
+    from granrag_mcp.indexer import IndexSummary
+
 log = logging.getLogger(__name__)
+
+
+def run_index(
+    paths: list[Path], settings: Settings, *, prune: bool = False, rebuild: bool = False, quiet: bool = False
+) -> IndexSummary:
+    """Index `paths` into the settings' store, as `granrag-mcp index` does."""
+    from granrag_mcp.indexer import index_paths  # the serving path never needs the indexing stages
+    from granrag_mcp.progress import Progress
+
+    return index_paths(
+        paths, settings.store,
+        embedder_factory=lambda: make_embedder(settings), tokenizer=get_tokenizer(settings.tokenizer),
+        chunking=settings.chunking, vector_mode=settings.vector_mode, model_name=settings.model,
+        prune=prune, rebuild=rebuild, progress=Progress(enabled=not quiet),
+    )
 
 
 def make_embedder(settings: Settings) -> Embedder:

@@ -15,7 +15,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from granrag_mcp.cli import run_index
+from granrag_mcp.engine import run_index
 from granrag_mcp.settings import Settings
 from tests.test_server import FACTS, SMALL_CHUNKS, TOOLS, write_corpus
 

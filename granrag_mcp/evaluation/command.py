@@ -161,7 +161,7 @@ def _stored_texts(store: Path, doc_ids: list[str]) -> tuple[dict[str, str | None
 
 def _ensure_corpus(documents: dict[str, str], settings, args: argparse.Namespace, progress) -> dict[str, Any]:
     """Index the SQuAD corpus into the store unless it holds every document with the same text already."""
-    from granrag_mcp.cli import run_index
+    from granrag_mcp.engine import run_index
     from granrag_mcp.evaluation.qa import write_corpus
 
     held = _stored_texts(settings.store, list(documents))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from granrag_mcp.cli import run_index
+from granrag_mcp.engine import run_index
 from granrag_mcp.engine import Engine
 from granrag_mcp.rerank import EmbeddingReranker
 from granrag_mcp.server.app import build_server
