@@ -1,8 +1,9 @@
 """Bytes of a document to text: a byte-order mark wins, then a declared charset, then UTF-8, then a detector.
 
 The detector (charset-normalizer) only sees files that are not valid UTF-8, which are nearly always in a legacy
-single-byte code page. On short texts it often ranks several code pages equal; among equals we take windows-1252,
-the code page that "Latin-1" files and undeclared Western web pages are written in.
+single-byte code page. It tells scripts apart well (Cyrillic, Greek, Central European) but not the Latin code pages
+from each other: French in Latin-1 can come out first as Baltic. So whenever windows-1252 is among the code pages it
+finds plausible at all, we take that: it is what "Latin-1" files and undeclared Western web pages are written in.
 """
 
 from __future__ import annotations
@@ -79,8 +80,7 @@ def _detect(data: bytes) -> Decoded | None:
     best = matches.best()
     if best is None:
         return None
-    equals = [m for m in matches if (m.chaos, m.coherence) == (best.chaos, best.coherence)]
-    candidates = [_WESTERN] if any(_WESTERN in m.could_be_from_charset for m in equals) else []
+    candidates = [_WESTERN] if any(_WESTERN in m.could_be_from_charset for m in matches) else []
     for encoding in [*candidates, best.encoding]:
         try:
             return Decoded(data.decode(encoding), encoding, replaced=False, guessed=True)

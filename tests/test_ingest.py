@@ -788,3 +788,19 @@ def test_a_file_that_disappeared_says_so(tmp_path: Path) -> None:
 )
 def test_html_hidden_by_attributes_is_dropped(tmp_path: Path, markup: str, expected: str) -> None:
     assert extract(write(tmp_path / "hidden.html", markup)).text == expected
+
+
+@pytest.mark.parametrize(
+    ("encoding", "text"),
+    [
+        ("cp1252", "Crème brûlée à la française, déjà vu. " * 20),
+        ("cp1252", "El niño comió piña en la montaña; ¿qué pasó después? Mañana será otro día. " * 5),
+        ("cp1250", "Příliš žluťoučký kůň úpěl ďábelské ódy. Řeka teče přes město a lidé chodí po mostě. " * 5),
+        ("cp1250", "Zażółć gęślą jaźń. Pchnąć w tę łódź jeża lub ośm skrzyń fig. Szczęście i miłość. " * 5),
+        ("cp1251", "Съешь же ещё этих мягких французских булок, да выпей чаю. Широкая электрификация. " * 5),
+    ],
+    ids=["french", "spanish", "czech", "polish", "russian"],
+)
+def test_legacy_code_pages_are_told_apart(tmp_path: Path, encoding: str, text: str) -> None:
+    extracted = extract(write(tmp_path / "legacy.txt", text.encode(encoding)))
+    assert extracted.text == text and extracted.guessed_encoding
