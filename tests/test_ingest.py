@@ -804,3 +804,16 @@ def test_html_hidden_by_attributes_is_dropped(tmp_path: Path, markup: str, expec
 def test_legacy_code_pages_are_told_apart(tmp_path: Path, encoding: str, text: str) -> None:
     extracted = extract(write(tmp_path / "legacy.txt", text.encode(encoding)))
     assert extracted.text == text and extracted.guessed_encoding
+
+
+def test_a_long_legacy_file_is_decoded_whole_from_a_guess_on_its_start(tmp_path: Path) -> None:
+    text = "Crème brûlée à la française, déjà vu. " * 4000 + "Dernière ligne: « fin »."  # well past the sample
+    extracted = extract(write(tmp_path / "long.txt", text.encode("cp1252")))
+    assert extracted.text == text and (extracted.encoding, extracted.replaced_bytes) == ("cp1252", False)
+
+
+def test_a_legacy_file_whose_end_the_guess_cannot_decode_is_guessed_again_whole(tmp_path: Path) -> None:
+    text = "Crème brûlée à la française, déjà vu. " * 4000
+    data = text.encode("cp1252") + "Ѓ: конец файла.".encode("cp1251")  # 0x81 is not a windows-1252 byte
+    extracted = extract(write(tmp_path / "mixed.txt", data))
+    assert not extracted.replaced_bytes and extracted.text.startswith("Cr") and len(extracted.text) == len(data)
