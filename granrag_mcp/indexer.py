@@ -51,6 +51,8 @@ class IndexSummary:
     unsupported: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     replaced_bytes: list[str] = field(default_factory=list)
+    guessed_encodings: list[tuple[str, str]] = field(default_factory=list)  # (path, codec) of undeclared non-UTF-8
+    changed_while_read: list[str] = field(default_factory=list)  # indexed as last read; the hash is of that
     new_chunks: dict[str, int] = field(default_factory=dict)
     corpus_tokens: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
@@ -101,6 +103,7 @@ def index_paths(
         raise InvalidInputError(f"no such file or folder: {', '.join(str(p) for p in found.missing)}")
     summary.unsupported = len(found.unsupported)
     summary.failed += [(str(p), "duplicate document id") for p in found.duplicates]
+    summary.failed += [(str(p), reason) for p, reason in found.skipped]
     if not found.files:
         raise NoDocumentsError(
             f"nothing to index in {', '.join(str(p) for p in paths)}: no .txt, .md, .pdf, .html or .htm file "
@@ -152,7 +155,12 @@ def _index_with_base(
     changed: list[tuple[SourceFile, str]] = []
     with clock.stage("hash"):
         for source in files:
-            digest = file_hash(source.path)
+            try:
+                digest = file_hash(source.path)
+            except ExtractionError as exc:  # gone or unreadable since discovery: the others are still indexed
+                log.warning("skipped %s: %s", source.path, exc.reason)
+                summary.failed.append((str(source.path), exc.reason))
+                continue
             if known.get(source.doc_id) == digest:
                 summary.unchanged += 1
             else:
@@ -169,9 +177,16 @@ def _index_with_base(
                 log.warning("skipped %s: %s", source.path, exc.reason)
                 summary.failed.append((str(source.path), exc.reason))
                 continue
+        if extracted.content_hash != digest:
+            log.warning("%s changed while it was being indexed; indexed it as last read", source.path)
+            summary.changed_while_read.append(str(source.path))
+            digest = extracted.content_hash
         if extracted.replaced_bytes:
-            log.warning("%s has bytes that are not valid UTF-8; they were replaced", source.path)
+            log.warning("%s has bytes that are not valid %s; they were replaced", source.path, extracted.encoding)
             summary.replaced_bytes.append(str(source.path))
+        elif extracted.guessed_encoding:
+            log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
+            summary.guessed_encodings.append((str(source.path), extracted.encoding))
         with clock.stage("chunk"):
             spans = chunk_document(extracted.text, tokenizer, chunking)
             n_tokens = tokenizer.count(extracted.text)

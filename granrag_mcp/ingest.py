@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import hashlib
 import io
 import logging
 import os
 import re
+import stat
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from pypdf import PasswordType, PdfReader
 
+from granrag_mcp.decoding import byte_order_mark, decode
 from granrag_mcp.errors import GranragError
 
 log = logging.getLogger(__name__)
@@ -25,10 +28,11 @@ SUPPORTED_SUFFIXES = {".txt", ".md", ".pdf", ".html", ".htm"}
 
 _TEXT_SUFFIXES = {".txt", ".md"}
 _HTML_SUFFIXES = {".html", ".htm"}
-_BINARY_SNIFF_BYTES = 8192
+_BINARY_SNIFF_CHARS = 8192
 _MAX_CONTROL_FRACTION = 0.30
-_ALLOWED_CONTROL_BYTES = {0x09, 0x0A, 0x0C, 0x0D}
-_NOT_CONTROL_BYTES = bytes(b for b in range(256) if not (b < 0x20 or b == 0x7F) or b in _ALLOWED_CONTROL_BYTES)
+_CONTROL_CHARS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")  # tab, line feed, form feed and return are text
+# Never blocks on a FIFO and never makes a terminal the controlling one; the file type is checked once it is open.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
 
 
 class ExtractionError(GranragError):
@@ -53,18 +57,64 @@ class Discovery:
     unsupported: list[Path] = field(default_factory=list)
     duplicates: list[Path] = field(default_factory=list)
     missing: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)  # (path, reason): not a regular file, broken link
 
 
 @dataclass(frozen=True)
 class ExtractedText:
     text: str
     replaced_bytes: bool  # some bytes were not valid in the document's encoding
+    encoding: str = field(default="utf-8", compare=False)  # Python codec name
+    guessed_encoding: bool = field(default=False, compare=False)  # not UTF-8 and undeclared: the detector chose
+    content_hash: str = field(default="", compare=False)  # SHA-256 of exactly the bytes the text came from
 
 
 def file_hash(path: Path) -> str:
-    """SHA-256 hex digest of the file's raw bytes, read in chunks."""
-    with path.open("rb") as stream:
+    """SHA-256 hex digest of the file's raw bytes, read in chunks; ExtractionError if it cannot be read."""
+    with _reading(path) as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of a regular file; ExtractionError for anything else or when it cannot be read."""
+    with _reading(path) as stream:
+        return stream.read()
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[io.BufferedReader]:
+    """`path` open for reading, if it is a regular file.
+
+    A FIFO would block the run (and its writer lock) until someone writes to it, and a device may never end, so
+    the type is checked before opening and again on the open descriptor, in case the path was replaced between.
+    """
+    try:
+        kind = _not_regular(os.stat(path).st_mode)
+        if kind:
+            raise ExtractionError(path, f"not a regular file ({kind})")
+        descriptor = os.open(path, _OPEN_FLAGS)
+        try:
+            kind = _not_regular(os.fstat(descriptor).st_mode)
+            if kind:
+                raise ExtractionError(path, f"not a regular file ({kind})")
+            stream = os.fdopen(descriptor, "rb")
+        except BaseException:
+            os.close(descriptor)
+            raise
+        with stream:
+            yield stream
+    except OSError as error:
+        reason = "it disappeared" if isinstance(error, FileNotFoundError) else error.strerror or str(error)
+        raise ExtractionError(path, f"cannot be read ({reason})") from error
+
+
+def _not_regular(mode: int) -> str | None:
+    """What kind of file `mode` describes when it is not a regular file, else None."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = [(stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+             (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "folder")]
+    return next((name for test, name in kinds if test(mode)), "special file")
 
 
 # --- discovery ----------------------------------------------------------------------------
@@ -78,7 +128,7 @@ def discover(paths: Sequence[Path]) -> Discovery:
         if not root.exists():
             found.missing.append(root)
             continue
-        for path, doc_id in _candidates(root):
+        for path, doc_id in _candidates(root, found.skipped):
             suffix = path.suffix.lower()
             if suffix not in SUPPORTED_SUFFIXES:
                 found.unsupported.append(path)
@@ -92,19 +142,31 @@ def discover(paths: Sequence[Path]) -> Discovery:
     return found
 
 
-def _candidates(root: Path) -> Iterator[tuple[Path, str]]:
-    """(path, doc_id) of every visible regular file at or under `root`."""
-    if not root.is_dir():
-        yield root, root.name
-        return
-    for path in _walk(root):
-        # Not reported as missing: the caller treats a missing path as a typo on the command line.
-        if not path.exists():
-            log.warning("skipped %s: broken symbolic link", path)
-        elif not path.is_file():
-            log.warning("skipped %s: not a regular file", path)
+def _candidates(root: Path, skipped: list[tuple[Path, str]]) -> Iterator[tuple[Path, str]]:
+    """(path, doc_id) of every visible regular file at or under `root`; the others are added to `skipped`."""
+    if root.is_dir():
+        paths = [(path, path.relative_to(root).as_posix()) for path in _walk(root)]
+    else:
+        paths = [(root, root.name)]
+    for path, doc_id in paths:
+        reason = _why_not_a_file(path)
+        if reason is None:
+            yield path, doc_id
         else:
-            yield path, path.relative_to(root).as_posix()
+            # Not reported as missing: the caller treats a missing path as a typo on the command line.
+            log.warning("skipped %s: %s", path, reason)
+            skipped.append((path, reason))
+
+
+def _why_not_a_file(path: Path) -> str | None:
+    """Why `path` cannot be indexed without opening it (FIFOs, sockets, devices, broken links), else None."""
+    try:
+        kind = _not_regular(path.stat().st_mode)
+    except FileNotFoundError:
+        return "broken symbolic link" if path.is_symlink() else "it disappeared"
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    return None if kind is None else f"not a regular file ({kind})"
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -124,8 +186,12 @@ def _log_walk_error(error: OSError) -> None:
 
 
 def extract_text(source: SourceFile) -> ExtractedText:
-    """The document's text, or ExtractionError when it must be skipped."""
-    data = _read_bytes(source.path)
+    """The document's text, or ExtractionError when it must be skipped.
+
+    The file is read once, and its `content_hash` is of those very bytes: a file rewritten during the run is
+    stored with the hash of the text that was indexed, so the next run sees the change.
+    """
+    data = read_file(source.path)
     if source.suffix in _TEXT_SUFFIXES:
         extracted = _extract_plain(source.path, data)
     elif source.suffix == ".pdf":
@@ -136,14 +202,7 @@ def extract_text(source: SourceFile) -> ExtractedText:
         raise ExtractionError(source.path, f"unsupported file type {source.suffix!r}")
     if not extracted.text.strip():
         raise ExtractionError(source.path, "no text")
-    return extracted
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        raise ExtractionError(path, f"cannot be read ({error.strerror or error})") from error
+    return dataclasses.replace(extracted, content_hash=hashlib.sha256(data).hexdigest())
 
 
 def _normalise_newlines(text: str) -> str:
@@ -151,30 +210,25 @@ def _normalise_newlines(text: str) -> str:
 
 
 def _extract_plain(path: Path, data: bytes) -> ExtractedText:
-    if _looks_binary(data):
+    text, extracted = _decode_text(path, data)
+    head = text[:_BINARY_SNIFF_CHARS]
+    if head and len(_CONTROL_CHARS.findall(head)) / len(head) > _MAX_CONTROL_FRACTION:
         raise ExtractionError(path, "looks binary")
-    text, replaced = _decode(data, "utf-8")
-    return ExtractedText(_normalise_newlines(text), replaced)
+    return dataclasses.replace(extracted, text=_normalise_newlines(text))
 
 
-def _looks_binary(data: bytes) -> bool:
-    head = data[:_BINARY_SNIFF_BYTES]
-    if not head:
-        return False
-    if b"\x00" in head:
-        return True
-    control_count = len(head.translate(None, _NOT_CONTROL_BYTES))
-    return control_count / len(head) > _MAX_CONTROL_FRACTION
+def _decode_text(path: Path, data: bytes, declared: str | None = None) -> tuple[str, ExtractedText]:
+    """The decoded text, and an ExtractedText saying how it was decoded (its text still to be filled in).
 
-
-def _decode(data: bytes, encoding: str) -> tuple[str, bool]:
-    """Text and whether invalid bytes were replaced. A UTF-8 BOM is dropped."""
-    if data.startswith(codecs.BOM_UTF8):
-        encoding, data = "utf-8", data[len(codecs.BOM_UTF8) :]
-    try:
-        return data.decode(encoding), False
-    except UnicodeDecodeError:
-        return data.decode(encoding, errors="replace"), True
+    A NUL is not text in any encoding we read: a file with one anywhere, raw or once decoded from UTF-16 or
+    UTF-32, is skipped as binary. (UTF-16 without a byte-order mark cannot be told from binary, and is too.)
+    """
+    if byte_order_mark(data) is None and b"\x00" in data:
+        raise ExtractionError(path, "looks binary (NUL bytes)")
+    decoded = decode(data, declared)
+    if "\x00" in decoded.text:
+        raise ExtractionError(path, "looks binary (NUL characters)")
+    return decoded.text, ExtractedText("", decoded.replaced, decoded.encoding, decoded.guessed)
 
 
 # --- PDF ----------------------------------------------------------------------------------
@@ -220,27 +274,25 @@ _WINDOWS_1252_ALIASES = {"latin-1", "iso8859-1", "ascii"}
 
 
 def _extract_html(path: Path, data: bytes) -> ExtractedText:
-    markup, replaced = _decode(data, _html_encoding(data))
+    markup, extracted = _decode_text(path, data, _html_encoding(data))
     extractor = _VisibleTextExtractor()
     try:
         extractor.feed(_normalise_newlines(markup))
         extractor.close()
     except Exception as error:  # html.parser is lenient; this is a last resort
         raise ExtractionError(path, f"unreadable HTML ({type(error).__name__}: {error})") from error
-    return ExtractedText(extractor.text(), replaced)
+    return dataclasses.replace(extracted, text=extractor.text())
 
 
-def _html_encoding(data: bytes) -> str:
-    """The codec named by a <meta charset>, if Python knows it; UTF-8 otherwise."""
-    if data.startswith(codecs.BOM_UTF8):
-        return "utf-8"
+def _html_encoding(data: bytes) -> str | None:
+    """The codec named by a <meta charset>, if Python knows it; None otherwise."""
     declared = _META_CHARSET.search(data[:_CHARSET_SNIFF_BYTES])
     if declared is None:
-        return "utf-8"
+        return None
     try:
         name = codecs.lookup(declared.group(1).decode("ascii")).name
     except LookupError:
-        return "utf-8"
+        return None
     if name in _WINDOWS_1252_ALIASES:
         return "cp1252"
     if name.startswith(("utf-16", "utf-32")):
@@ -261,8 +313,75 @@ _LINE_ELEMENTS = {
 }
 _CELL_ELEMENTS = {"td", "th"}
 _VOID_ELEMENTS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+_BLOCK_CONTAINERS = _PARAGRAPH_ELEMENTS | _LINE_ELEMENTS | {"ul", "ol", "dl", "li", "dd", "dt", "select"}
+# Start tags that end an open element whose end tag may be left out, and what stops them from reaching it.
+_IMPLIED_END = {
+    "p": _PARAGRAPH_ELEMENTS | {"div", "ul", "ol", "dl", "li", "dd", "dt", "center", "summary", "figcaption"},
+    "li": {"li"}, "dt": {"dt", "dd"}, "dd": {"dt", "dd"}, "option": {"option", "optgroup"},
+    "tr": {"tr"}, "td": {"td", "th", "tr"}, "th": {"td", "th", "tr"},
+}
+_IMPLIED_END_SCOPE = {
+    "p": set(), "li": {"ul", "ol", "menu"}, "dt": {"dl"}, "dd": {"dl"}, "option": {"select", "datalist"},
+    "tr": {"table"}, "td": {"table"}, "th": {"table"},
+}
 _COLLAPSIBLE_SPACE = re.compile(r"[ \t\n\f\xa0]+")
 _CELL_SEPARATOR = " | "
+
+
+def _hides(attrs: list[tuple[str, str | None]]) -> bool:
+    """Whether an element's own attributes keep it off the screen: `hidden`, or an inline style with
+    display:none or visibility:hidden. Such text is not what a reader sees, and is a place to plant instructions.
+
+    Kept: hidden="until-found" (collapsed content that find-in-page opens) and aria-hidden (it hides an element
+    from screen readers only; sighted readers still see it).
+    """
+    for name, value in attrs:
+        if name == "hidden" and (value or "").strip().lower() != "until-found":
+            return True
+        if name == "style" and value and _style_hides(value):
+            return True
+    return False
+
+
+def _style_hides(style: str) -> bool:
+    properties: dict[str, str] = {}
+    for declaration in style.split(";"):  # a later declaration of a property overrides an earlier one
+        name, colon, value = declaration.partition(":")
+        if colon:
+            value = value.strip().lower()
+            properties[name.strip().lower()] = value.removesuffix("!important").strip()
+    return properties.get("display") == "none" or properties.get("visibility") in ("hidden", "collapse")
+
+
+class _HiddenElement:
+    """An element hidden by its attributes, followed through the tags inside it until it ends.
+
+    html.parser does not build a tree, so its end is found the way a browser would for tidy markup: its own end
+    tag, the end tag of a block that contains it, or a start tag that implies its end (a new <p> or <li>).
+    """
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self._inside: list[str] = []
+
+    def ended_by_start(self, tag: str) -> bool:
+        scope = _IMPLIED_END_SCOPE.get(self.tag, set())
+        if tag in _IMPLIED_END.get(self.tag, ()) and not scope.intersection(self._inside):
+            return True
+        if tag not in _VOID_ELEMENTS:
+            self._inside.append(tag)
+        return False
+
+    def ended_by_end(self, tag: str) -> tuple[bool, bool]:
+        """(whether the element ended, whether the end tag is an enclosing block's, still to be handled)."""
+        if tag in self._inside:
+            del self._inside[len(self._inside) - 1 - self._inside[::-1].index(tag) :]
+            return False, False
+        if tag == self.tag:
+            return True, False
+        if tag in _BLOCK_CONTAINERS or tag in ("body", "html"):
+            return True, True
+        return False, False  # a stray end tag: ignored, as a browser does
 
 
 class _VisibleTextExtractor(HTMLParser):
@@ -289,6 +408,7 @@ class _VisibleTextExtractor(HTMLParser):
         self._title_done = False
         self._list_counters: list[int | None] = []  # None for <ul>, next number for <ol>
         self._row_has_cell = False
+        self._hidden_element: _HiddenElement | None = None
 
     def text(self) -> str:
         body = "".join(self._parts).strip("\n")
@@ -300,6 +420,14 @@ class _VisibleTextExtractor(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self._in_head and tag not in _HEAD_ELEMENTS:
             self._in_head = False  # the body started without </head>
+        if self._hidden_element is not None:
+            if not self._hidden_element.ended_by_start(tag):
+                return
+            self._hidden_element = None
+        if _hides(attrs) and not self._hidden_depth and tag not in _HEAD_ELEMENTS:
+            if tag not in _VOID_ELEMENTS:
+                self._hidden_element = _HiddenElement(tag)
+            return
         if tag == "head":
             self._in_head = True
         elif tag == "title" and not self._title_done and not self._hidden_depth:
@@ -335,6 +463,12 @@ class _VisibleTextExtractor(HTMLParser):
             self._row_has_cell = False
 
     def handle_endtag(self, tag: str) -> None:
+        if self._hidden_element is not None:
+            ended, enclosing = self._hidden_element.ended_by_end(tag)
+            if ended:
+                self._hidden_element = None
+            if not enclosing:
+                return
         if tag == "head":
             self._in_head = False
         elif tag == "title" and self._in_title:
@@ -368,7 +502,7 @@ class _VisibleTextExtractor(HTMLParser):
             self._in_head = False  # text cannot live in <head>: the body started
         if self._in_title:
             self._title.append(data)
-        elif self._hidden_depth or self._in_head:
+        elif self._hidden_depth or self._in_head or self._hidden_element is not None:
             return
         elif self._pre_depth:
             if self._pre_just_opened and data.startswith("\n"):

@@ -135,7 +135,8 @@ def test_bad_files_are_skipped_and_counted_without_stopping_the_run(tmp_path):
     summary = index(docs, tmp_path / "store")
     assert summary.added == 4
     assert {p.rsplit("/", 1)[-1] for p, _ in summary.failed} == {"broken.pdf", "binary.txt"}
-    assert [p.rsplit("/", 1)[-1] for p in summary.replaced_bytes] == ["latin1.txt"]
+    assert summary.replaced_bytes == []
+    assert [(p.rsplit("/", 1)[-1], codec) for p, codec in summary.guessed_encodings] == [("latin1.txt", "cp1252")]
     assert summary.unsupported == 1
 
 

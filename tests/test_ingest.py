@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import io
 import logging
 import os
+import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from granrag_mcp.ingest import (
     discover,
     extract_text,
     file_hash,
+    read_file,
 )
 
 
@@ -208,11 +212,50 @@ def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
     assert extract(path) == ExtractedText("Hello BOM", replaced_bytes=False)
 
 
-def test_invalid_utf8_is_replaced_and_flagged(tmp_path: Path) -> None:
-    path = write(tmp_path / "latin1.txt", "café au lait".encode("latin-1"))
+def test_a_damaged_utf8_file_keeps_its_good_characters_and_is_flagged(tmp_path: Path) -> None:
+    path = write(tmp_path / "damaged.txt", "Grüße aus Köln, ".encode() + b"\xff" + " naïve.".encode())
     extracted = extract(path)
-    assert extracted.replaced_bytes is True
-    assert extracted.text == "caf\ufffd au lait"
+    assert extracted == ExtractedText("Grüße aus Köln, \ufffd naïve.", replaced_bytes=True)
+    assert (extracted.encoding, extracted.guessed_encoding) == ("utf-8", False)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["café au lait", "Grüße aus Köln, naïve façade. Ça va très bien, “merci” beaucoup — 20 €."],
+    ids=["short", "sentence"],
+)
+def test_latin1_and_windows_1252_text_is_decoded(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path / "latin1.txt", text.encode("cp1252"))
+    extracted = extract(path)
+    assert extracted == ExtractedText(text, replaced_bytes=False)
+    assert (extracted.encoding, extracted.guessed_encoding) == ("cp1252", True)
+
+
+def test_a_cyrillic_code_page_is_detected(tmp_path: Path) -> None:
+    text = "Привет, мир! Как дела? Всё хорошо, спасибо большое."
+    extracted = extract(write(tmp_path / "ru.txt", text.encode("cp1251")))
+    assert extracted.text == text and not extracted.replaced_bytes
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "utf-8"])
+@pytest.mark.parametrize("suffix", [".txt", ".md"])
+def test_unicode_text_with_a_byte_order_mark_is_decoded(tmp_path: Path, encoding: str, suffix: str) -> None:
+    text = "Grüße, 日本語 and 🎉.\r\nSecond line.\n"
+    path = write(tmp_path / f"bom{suffix}", "\ufeff".encode(encoding) + text.encode(encoding))
+    extracted = extract(path)
+    assert extracted == ExtractedText("Grüße, 日本語 and 🎉.\nSecond line.\n", replaced_bytes=False)
+    assert extracted.encoding == encoding
+
+
+def test_a_nul_character_in_utf16_text_is_binary_like_a_nul_byte(tmp_path: Path) -> None:
+    path = write(tmp_path / "nul16.txt", codecs.BOM_UTF16_LE + "text with a NUL\x00 inside".encode("utf-16-le"))
+    with pytest.raises(ExtractionError, match="looks binary"):
+        extract(path)
+
+
+def test_content_hash_is_of_the_bytes_that_were_extracted(tmp_path: Path) -> None:
+    content = "Hashed text.".encode()
+    assert extract(write(tmp_path / "h.md", content)).content_hash == hashlib.sha256(content).hexdigest()
 
 
 def test_invalid_utf8_after_a_bom_keeps_the_bom_out(tmp_path: Path) -> None:
@@ -255,9 +298,13 @@ def test_binary_content_with_a_text_suffix_is_skipped(tmp_path: Path, content: b
     assert str(path) in str(caught.value)
 
 
-def test_a_nul_after_the_first_8_kib_is_not_sniffed(tmp_path: Path) -> None:
-    path = write(tmp_path / "late.txt", b"a" * 9000 + b"\x00")
-    assert extract(path).text.startswith("aaa")
+@pytest.mark.parametrize("suffix", [".txt", ".md", ".html"])
+@pytest.mark.parametrize("position", [0, 100, 9000, 200_000])
+def test_a_nul_byte_anywhere_makes_a_file_binary(tmp_path: Path, position: int, suffix: str) -> None:
+    text = b"<p>" + b"a" * 250_000 + b"</p>"
+    path = write(tmp_path / f"late{suffix}", text[:position] + b"\x00" + text[position:])
+    with pytest.raises(ExtractionError, match="looks binary"):
+        extract(path)
 
 
 def test_a_few_control_characters_are_tolerated(tmp_path: Path) -> None:
@@ -417,8 +464,22 @@ def test_html_without_visible_text_is_skipped(tmp_path: Path) -> None:
 
 
 def test_html_invalid_utf8_is_replaced_and_flagged(tmp_path: Path) -> None:
-    extracted = extract(write(tmp_path / "bad.html", b"<p>bad \xff byte</p>"))
-    assert extracted == ExtractedText("bad \ufffd byte", replaced_bytes=True)
+    extracted = extract(write(tmp_path / "bad.html", "<p>Grüße, bad \xff byte</p>".encode().replace(b"\xc3\xbf", b"\xff")))
+    assert extracted == ExtractedText("Grüße, bad \ufffd byte", replaced_bytes=True)
+
+
+def test_undeclared_windows_1252_html_is_decoded(tmp_path: Path) -> None:
+    extracted = extract(write(tmp_path / "w.html", "<p>Caf\xe9 cr\xe8me br\xfbl\xe9e</p>".encode("cp1252")))
+    assert extracted == ExtractedText("Café crème brûlée", replaced_bytes=False)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-8"])
+def test_html_with_a_byte_order_mark_is_decoded_by_it(tmp_path: Path, encoding: str) -> None:
+    markup = '<html><head><meta charset="utf-8"><title>Ünïcode</title></head><body><p>日本語 text</p></body></html>'
+    path = write(tmp_path / "bom.html", "\ufeff".encode(encoding) + markup.encode(encoding))
+    extracted = extract(path)
+    assert extracted == ExtractedText("Ünïcode\n\n日本語 text", replaced_bytes=False)
+    assert extracted.encoding == encoding
 
 
 def test_html_meta_charset_is_honoured(tmp_path: Path) -> None:
@@ -598,3 +659,161 @@ def test_unsupported_suffix_cannot_be_extracted(tmp_path: Path) -> None:
     path = write(tmp_path / "x.docx", b"PK")
     with pytest.raises(ExtractionError, match="unsupported"):
         extract_text(SourceFile(path=path, doc_id="x.docx", suffix=".docx"))
+
+
+# --- hostile files: not regular, unreadable -----------------------------------------------
+
+
+def make_fifo(path: Path) -> Path:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("needs FIFOs")
+    os.mkfifo(path)
+    return path
+
+
+def not_blocked_by(fifo: Path, action, *args):
+    """Runs `action(*args)` in a thread; a call stuck opening the FIFO is released and the test fails."""
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = action(*args)
+        except Exception as error:  # the outcome is checked by the caller
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # a writer that goes away: the reader sees the end
+        worker.join(10)
+        pytest.fail(f"{action.__name__} blocked on the FIFO {fifo}")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome.get("value")
+
+
+def test_a_fifo_given_directly_is_skipped_without_opening_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    fifo = make_fifo(tmp_path / "pipe.md")
+    real = write(tmp_path / "real.md", "r")
+    with caplog.at_level(logging.WARNING, logger="granrag_mcp.ingest"):
+        found = not_blocked_by(fifo, discover, [fifo, real])
+    assert doc_ids(found) == ["real.md"]
+    assert found.skipped == [(fifo, "not a regular file (FIFO)")]
+    assert f"skipped {fifo}: not a regular file (FIFO)" in caplog.text
+
+
+def test_non_regular_files_in_a_folder_are_skipped_and_listed(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    write(docs / "real.md", "r")
+    fifo = make_fifo(docs / "pipe.txt")
+    found = discover([docs])
+    assert doc_ids(found) == ["real.md"]
+    assert found.skipped == [(fifo, "not a regular file (FIFO)")]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_link_to_a_device_given_directly_is_skipped(tmp_path: Path) -> None:
+    link = tmp_path / "endless.txt"
+    link.symlink_to("/dev/zero")
+    found = discover([link])
+    assert found.files == [] and found.skipped == [(link, "not a regular file (character device)")]
+
+
+def test_a_unix_socket_is_skipped(tmp_path: Path) -> None:
+    if not hasattr(socket, "AF_UNIX") or len(str(tmp_path)) > 90:
+        pytest.skip("needs a short path for a unix socket")
+    path = tmp_path / "s.md"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        found = discover([tmp_path])
+    assert found.files == [] and found.skipped == [(path, "not a regular file (socket)")]
+
+
+@pytest.mark.parametrize("reader", [file_hash, read_file], ids=["file_hash", "read_file"])
+def test_reading_a_fifo_fails_at_once_instead_of_blocking(tmp_path: Path, reader) -> None:
+    fifo = make_fifo(tmp_path / "pipe.md")
+    with pytest.raises(ExtractionError, match=r"not a regular file \(FIFO\)"):
+        not_blocked_by(fifo, reader, fifo)
+
+
+def test_a_fifo_swapped_in_after_discovery_is_not_read(tmp_path: Path) -> None:
+    path = write(tmp_path / "swapped.md", "was a file")
+    found = discover([path])
+    path.unlink()
+    make_fifo(path)
+    with pytest.raises(ExtractionError, match="not a regular file"):
+        not_blocked_by(path, extract_text, found.files[0])
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("reader", [file_hash, read_file], ids=["file_hash", "read_file"])
+def test_a_file_that_fails_to_read_is_an_extraction_error(tmp_path: Path, reader) -> None:
+    link = tmp_path / "unreadable.txt"
+    link.symlink_to("/proc/self/mem")  # a regular file whose first read fails with EIO, even for root
+    with pytest.raises(ExtractionError, match="cannot be read") as caught:
+        reader(link)
+    assert caught.value.path == link
+
+
+def test_a_file_that_disappeared_says_so(tmp_path: Path) -> None:
+    with pytest.raises(ExtractionError, match=r"cannot be read \(it disappeared\)"):
+        file_hash(tmp_path / "gone.md")
+
+
+# --- HTML hidden by its attributes --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("markup", "expected"),
+    [
+        ('<p>before <span style="display:none">secret</span> after</p>', "before after"),
+        ('<p>before <span style="DISPLAY : None !important;">secret</span> after</p>', "before after"),
+        ('<div style="color: red; visibility: hidden">secret</div><p>after</p>', "after"),
+        ('<div style="visibility:collapse">secret</div>after', "after"),
+        ("<div hidden>secret</div><p>after</p>", "after"),
+        ('<div hidden=""><div>nested secret</div><p>more secret</p>secret</div>after', "after"),
+        ("<div hidden>secret <b>bold secret</b></span> stray end tag</div>after", "after"),
+        ("<p hidden>secret<p>visible", "visible"),
+        ("<section><p hidden>secret</section><p>after</p>", "after"),
+        ("<ul><li hidden>secret<li>shown</ul>", "- shown"),
+        ("<ul><li hidden>secret<ul><li>nested secret</ul><li>shown</ul>", "- shown"),
+        ("<table><tr><td>a<td hidden>secret<td>b</table>", "a | b"),
+        ('<p style="display:none; display:block">shown</p>', "shown"),
+        ('<div aria-hidden="true">shown</div>', "shown"),
+        ('<div hidden="until-found">shown</div>', "shown"),
+        ('<p>a<br hidden>b<img hidden alt="x"></p>', "ab"),  # a hidden <br> breaks nothing
+        ('<div hidden/><p>after a self-closed hidden div</p>', "after a self-closed hidden div"),
+    ],
+)
+def test_html_hidden_by_attributes_is_dropped(tmp_path: Path, markup: str, expected: str) -> None:
+    assert extract(write(tmp_path / "hidden.html", markup)).text == expected
+
+
+@pytest.mark.parametrize(
+    ("encoding", "text"),
+    [
+        ("cp1252", "Crème brûlée à la française, déjà vu. " * 20),
+        ("cp1252", "El niño comió piña en la montaña; ¿qué pasó después? Mañana será otro día. " * 5),
+        ("cp1250", "Příliš žluťoučký kůň úpěl ďábelské ódy. Řeka teče přes město a lidé chodí po mostě. " * 5),
+        ("cp1250", "Zażółć gęślą jaźń. Pchnąć w tę łódź jeża lub ośm skrzyń fig. Szczęście i miłość. " * 5),
+        ("cp1251", "Съешь же ещё этих мягких французских булок, да выпей чаю. Широкая электрификация. " * 5),
+    ],
+    ids=["french", "spanish", "czech", "polish", "russian"],
+)
+def test_legacy_code_pages_are_told_apart(tmp_path: Path, encoding: str, text: str) -> None:
+    extracted = extract(write(tmp_path / "legacy.txt", text.encode(encoding)))
+    assert extracted.text == text and extracted.guessed_encoding
+
+
+def test_a_long_legacy_file_is_decoded_whole_from_a_guess_on_its_start(tmp_path: Path) -> None:
+    text = "Crème brûlée à la française, déjà vu. " * 4000 + "Dernière ligne: « fin »."  # well past the sample
+    extracted = extract(write(tmp_path / "long.txt", text.encode("cp1252")))
+    assert extracted.text == text and (extracted.encoding, extracted.replaced_bytes) == ("cp1252", False)
+
+
+def test_a_legacy_file_whose_end_the_guess_cannot_decode_is_guessed_again_whole(tmp_path: Path) -> None:
+    text = "Crème brûlée à la française, déjà vu. " * 4000
+    data = text.encode("cp1252") + "Ѓ: конец файла.".encode("cp1251")  # 0x81 is not a windows-1252 byte
+    extracted = extract(write(tmp_path / "mixed.txt", data))
+    assert not extracted.replaced_bytes and extracted.text.startswith("Cr") and len(extracted.text) == len(data)

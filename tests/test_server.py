@@ -565,7 +565,9 @@ def test_unstructured_content_mirrors_the_structured_content(server) -> None:
         return await client.call_tool("list_documents", {"limit": 2})
 
     result = run(server, scenario)
-    assert json.loads(_text(result)) == result.structured_content
+    # Document names are quoted data: the page is JSON lines inside a fence (see models.render_documents).
+    quoted = _text(result).split("```json\n", 1)[1].rsplit("\n```", 1)[0]
+    assert [json.loads(line) for line in quoted.split("\n")] == result.structured_content["documents"]
 
 
 # --- new generations ---------------------------------------------------------------------------------------------
