@@ -24,7 +24,7 @@ import torch  # noqa: E402
 
 import squad_corpus  # noqa: E402
 from granrag_mcp.embedding import SentenceTransformerEmbedder, plan_batches  # noqa: E402
-from granrag_mcp.sentences import split_sentences  # noqa: E402
+from granrag_mcp.indexing.sentences import split_sentences  # noqa: E402
 
 
 def sentences(n: int) -> list[str]:

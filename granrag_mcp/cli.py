@@ -278,6 +278,7 @@ def cmd_recover(args: argparse.Namespace, settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings) -> int:
+    from granrag_mcp.engine import run_index
     from granrag_mcp.store.store import read_current
 
     if args.index_if_empty is not None and read_current(settings.store) is None:

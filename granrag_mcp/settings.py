@@ -9,11 +9,12 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from granrag_mcp.chunking import ChunkSettings
 from granrag_mcp.embedding import DEFAULT_MODEL, Precision
+from granrag_mcp.indexing.chunking import ChunkSettings
 from granrag_mcp.rerank import DEFAULT_CROSS_ENCODER
 from granrag_mcp.store.manifest import StoreIdentity, VectorMode
 from granrag_mcp.tokens import DEFAULT_ENCODING
+
 
 def is_loopback(host: str) -> bool:
     if host == "localhost":

@@ -161,7 +161,7 @@ def test_every_vector_mode_builds_normalised_vectors(tmp_path, mode):
 def test_large_levels_use_hnsw_and_updates_never_return_stale_ids(tmp_path, monkeypatch):
     import hashlib
 
-    from granrag_mcp.store import vectors as store_vectors
+    from granrag_mcp.store import vector_index as store_vectors
 
     monkeypatch.setattr(store_vectors, "ANN_THRESHOLD", 20)  # ~40 sentences: narrow is HNSW, broad stays flat
     monkeypatch.setattr(store_vectors, "TOMBSTONE_LIMIT", 0.5)  # keep the tombstones of one changed document

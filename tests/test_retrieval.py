@@ -1,9 +1,9 @@
 import pytest
 
-from granrag_mcp.chunk import format_chunk_id
+from granrag_mcp.records import format_chunk_id
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.rerank import EmbeddingReranker, SentenceWindowReranker
-from granrag_mcp.chunk import MAX_QUERY_CHARS
+from granrag_mcp.records import MAX_QUERY_CHARS
 from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.parents import find_parents

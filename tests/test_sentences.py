@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from granrag_mcp.sentences import split_sentences
+from granrag_mcp.indexing.sentences import split_sentences
 
 
 def sentences(text: str) -> list[str]:

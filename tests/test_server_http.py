@@ -21,8 +21,8 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from granrag_mcp.http_auth import BearerTokenMiddleware, transport_security
-from granrag_mcp.http_guard import limit_repeated_lines
+from granrag_mcp.server.http import BearerTokenMiddleware, transport_security
+from granrag_mcp.server.http_guard import limit_repeated_lines
 from granrag_mcp.settings import Settings
 from tests.test_server import TOOLS
 from tests.test_server_stdio import build_real_store, granrag_command, server_env

@@ -115,7 +115,7 @@ def run_server(settings: Settings) -> None:
     if settings.transport == "stdio":
         anyio.run(serve_stdio, server)
     else:
-        from granrag_mcp.http_auth import run_http
+        from granrag_mcp.server.http import run_http
 
         run_http(server, settings)
     if loading():

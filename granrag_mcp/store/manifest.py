@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from granrag_mcp.chunking import ChunkSettings
+from granrag_mcp.indexing.chunking import ChunkSettings
 
 FORMAT_NAME = "granrag-store"
 FORMAT_VERSION = 1

@@ -24,7 +24,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client import Client
 from mcp_types import CallToolResult
 
-from granrag_mcp.indexer import index_paths
+from granrag_mcp.indexing.pipeline import index_paths
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import CATALOG_FILE, Snapshot, read_current
 from granrag_mcp.tokens import get_tokenizer

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import granrag_mcp.indexer as indexer
-from granrag_mcp.ingest import discover
+import granrag_mcp.indexing.pipeline as indexer
+from granrag_mcp.indexing.discovery import discover
 from granrag_mcp.progress import Progress
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import Snapshot

@@ -80,7 +80,9 @@ def _mostly_utf8(data: bytes) -> bool:
 
 def _detect(sample: bytes, data: bytes) -> Decoded | None:
     """`data` decoded with the code page the detector finds for `sample`, if that decodes all of it."""
-    from charset_normalizer import from_bytes  # imported here: only non-UTF-8 files need it
+    from charset_normalizer import (
+        from_bytes,  # imported here: only non-UTF-8 files need it
+    )
 
     matches = from_bytes(sample)
     best = matches.best()

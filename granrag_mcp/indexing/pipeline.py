@@ -12,12 +12,20 @@ from pathlib import Path
 
 import numpy as np
 
-from granrag_mcp.chunk import LEVELS, Chunk, ChunkSpan, Level
-from granrag_mcp.chunking import ChunkSettings, chunk_document
 from granrag_mcp.embedding import Embedder
-from granrag_mcp.errors import GranragError, InvalidInputError, NoDocumentsError, StoreWriteError
-from granrag_mcp.ingest import ExtractionError, SourceFile, discover, extract_text, file_hash
+from granrag_mcp.errors import (
+    ExtractionError,
+    GranragError,
+    InvalidInputError,
+    NoDocumentsError,
+    StoreWriteError,
+)
+from granrag_mcp.indexing.chunk_vectors import level_vectors
+from granrag_mcp.indexing.chunking import ChunkSettings, chunk_document
+from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
+from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.progress import Progress
+from granrag_mcp.records import LEVELS, Chunk, ChunkSpan, Level
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
@@ -28,13 +36,12 @@ from granrag_mcp.store.store import (
     StoreWriter,
     check_identity,
     current_generation,
-    readable_current_generation,
     lexical_file,
+    readable_current_generation,
     vector_file,
 )
-from granrag_mcp.store.vectors import VectorIndex
+from granrag_mcp.store.vector_index import VectorIndex
 from granrag_mcp.tokens import Tokenizer
-from granrag_mcp.vectors import level_vectors
 
 log = logging.getLogger(__name__)
 

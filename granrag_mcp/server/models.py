@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from granrag_mcp.chunk import Chunk
 from granrag_mcp.levels import Level
+from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.fusion import Contribution
-
 
 
 class _Model(BaseModel):

@@ -1,271 +1,11 @@
-"""Finding the documents to index and extracting their plain text (.txt, .md, .pdf, .html)."""
+"""The visible text of an HTML document: markup, scripts, styles and hidden elements dropped, blocks on lines of
+their own, table cells separated; and the charset a document declares."""
 
 from __future__ import annotations
 
 import codecs
-import dataclasses
-import hashlib
-import io
-import logging
-import os
 import re
-import stat
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from pathlib import Path
-
-from pypdf import PasswordType, PdfReader
-
-from granrag_mcp.decoding import byte_order_mark, decode
-from granrag_mcp.errors import GranragError
-
-log = logging.getLogger(__name__)
-
-SUPPORTED_SUFFIXES = {".txt", ".md", ".pdf", ".html", ".htm"}
-
-_TEXT_SUFFIXES = {".txt", ".md"}
-_HTML_SUFFIXES = {".html", ".htm"}
-_BINARY_SNIFF_CHARS = 8192
-_MAX_CONTROL_FRACTION = 0.30
-_CONTROL_CHARS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")  # tab, line feed, form feed and return are text
-# Never blocks on a FIFO and never makes a terminal the controlling one; the file type is checked once it is open.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
-
-
-class ExtractionError(GranragError):
-    """A document that cannot be turned into text; the index run skips it and goes on."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    path: Path
-    doc_id: str  # POSIX path relative to the folder given on the command line
-    suffix: str  # lowercased, with the dot
-
-
-@dataclass
-class Discovery:
-    files: list[SourceFile] = field(default_factory=list)
-    unsupported: list[Path] = field(default_factory=list)
-    duplicates: list[Path] = field(default_factory=list)
-    missing: list[Path] = field(default_factory=list)
-    skipped: list[tuple[Path, str]] = field(default_factory=list)  # (path, reason): not a regular file, broken link
-
-
-@dataclass(frozen=True)
-class ExtractedText:
-    text: str
-    replaced_bytes: bool  # some bytes were not valid in the document's encoding
-    encoding: str = field(default="utf-8", compare=False)  # Python codec name
-    guessed_encoding: bool = field(default=False, compare=False)  # not UTF-8 and undeclared: the detector chose
-    content_hash: str = field(default="", compare=False)  # SHA-256 of exactly the bytes the text came from
-
-
-def file_hash(path: Path) -> str:
-    """SHA-256 hex digest of the file's raw bytes, read in chunks; ExtractionError if it cannot be read."""
-    with _reading(path) as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
-
-
-def read_file(path: Path) -> bytes:
-    """The bytes of a regular file; ExtractionError for anything else or when it cannot be read."""
-    with _reading(path) as stream:
-        return stream.read()
-
-
-@contextmanager
-def _reading(path: Path) -> Iterator[io.BufferedReader]:
-    """`path` open for reading, if it is a regular file.
-
-    A FIFO would block the run (and its writer lock) until someone writes to it, and a device may never end, so
-    the type is checked before opening and again on the open descriptor, in case the path was replaced between.
-    """
-    try:
-        kind = _not_regular(os.stat(path).st_mode)
-        if kind:
-            raise ExtractionError(path, f"not a regular file ({kind})")
-        descriptor = os.open(path, _OPEN_FLAGS)
-        try:
-            kind = _not_regular(os.fstat(descriptor).st_mode)
-            if kind:
-                raise ExtractionError(path, f"not a regular file ({kind})")
-            stream = os.fdopen(descriptor, "rb")
-        except BaseException:
-            os.close(descriptor)
-            raise
-        with stream:
-            yield stream
-    except OSError as error:
-        reason = "it disappeared" if isinstance(error, FileNotFoundError) else error.strerror or str(error)
-        raise ExtractionError(path, f"cannot be read ({reason})") from error
-
-
-def _not_regular(mode: int) -> str | None:
-    """What kind of file `mode` describes when it is not a regular file, else None."""
-    if stat.S_ISREG(mode):
-        return None
-    kinds = [(stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-             (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "folder")]
-    return next((name for test, name in kinds if test(mode)), "special file")
-
-
-# --- discovery ----------------------------------------------------------------------------
-
-
-def discover(paths: Sequence[Path]) -> Discovery:
-    """The supported files under `paths` (folders walked recursively), sorted by doc id."""
-    found = Discovery()
-    taken: dict[str, Path] = {}
-    for root in paths:
-        if not root.exists():
-            found.missing.append(root)
-            continue
-        for path, doc_id in _candidates(root, found.skipped):
-            suffix = path.suffix.lower()
-            if suffix not in SUPPORTED_SUFFIXES:
-                found.unsupported.append(path)
-            elif doc_id in taken:
-                log.warning("skipped %s: document id %r is already taken by %s", path, doc_id, taken[doc_id])
-                found.duplicates.append(path)
-            else:
-                taken[doc_id] = path
-                found.files.append(SourceFile(path=path, doc_id=doc_id, suffix=suffix))
-    found.files.sort(key=lambda source: source.doc_id)
-    return found
-
-
-def _candidates(root: Path, skipped: list[tuple[Path, str]]) -> Iterator[tuple[Path, str]]:
-    """(path, doc_id) of every visible regular file at or under `root`; the others are added to `skipped`."""
-    if root.is_dir():
-        paths = [(path, path.relative_to(root).as_posix()) for path in _walk(root)]
-    else:
-        paths = [(root, root.name)]
-    for path, doc_id in paths:
-        reason = _why_not_a_file(path)
-        if reason is None:
-            yield path, doc_id
-        else:
-            # Not reported as missing: the caller treats a missing path as a typo on the command line.
-            log.warning("skipped %s: %s", path, reason)
-            skipped.append((path, reason))
-
-
-def _why_not_a_file(path: Path) -> str | None:
-    """Why `path` cannot be indexed without opening it (FIFOs, sockets, devices, broken links), else None."""
-    try:
-        kind = _not_regular(path.stat().st_mode)
-    except FileNotFoundError:
-        return "broken symbolic link" if path.is_symlink() else "it disappeared"
-    except OSError as error:
-        return f"cannot be read ({error.strerror or error})"
-    return None if kind is None else f"not a regular file ({kind})"
-
-
-def _walk(root: Path) -> Iterator[Path]:
-    """Files under `root`, depth first in name order, skipping hidden names and symlinked folders."""
-    for folder, subfolders, filenames in os.walk(root, onerror=_log_walk_error, followlinks=False):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                yield Path(folder, name)
-
-
-def _log_walk_error(error: OSError) -> None:
-    log.warning("skipped %s: %s", error.filename, error.strerror or error)
-
-
-# --- extraction ---------------------------------------------------------------------------
-
-
-def extract_text(source: SourceFile) -> ExtractedText:
-    """The document's text, or ExtractionError when it must be skipped.
-
-    The file is read once, and its `content_hash` is of those very bytes: a file rewritten during the run is
-    stored with the hash of the text that was indexed, so the next run sees the change.
-    """
-    data = read_file(source.path)
-    if source.suffix in _TEXT_SUFFIXES:
-        extracted = _extract_plain(source.path, data)
-    elif source.suffix == ".pdf":
-        extracted = _extract_pdf(source.path, data)
-    elif source.suffix in _HTML_SUFFIXES:
-        extracted = _extract_html(source.path, data)
-    else:
-        raise ExtractionError(source.path, f"unsupported file type {source.suffix!r}")
-    if not extracted.text.strip():
-        raise ExtractionError(source.path, "no text")
-    return dataclasses.replace(extracted, content_hash=hashlib.sha256(data).hexdigest())
-
-
-def _normalise_newlines(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _extract_plain(path: Path, data: bytes) -> ExtractedText:
-    text, extracted = _decode_text(path, data)
-    head = text[:_BINARY_SNIFF_CHARS]
-    if head and len(_CONTROL_CHARS.findall(head)) / len(head) > _MAX_CONTROL_FRACTION:
-        raise ExtractionError(path, "looks binary")
-    return dataclasses.replace(extracted, text=_normalise_newlines(text))
-
-
-def _decode_text(path: Path, data: bytes, declared: str | None = None) -> tuple[str, ExtractedText]:
-    """The decoded text, and an ExtractedText saying how it was decoded (its text still to be filled in).
-
-    A NUL is not text in any encoding we read: a file with one anywhere, raw or once decoded from UTF-16 or
-    UTF-32, is skipped as binary. (UTF-16 without a byte-order mark cannot be told from binary, and is too.)
-    """
-    if byte_order_mark(data) is None and b"\x00" in data:
-        raise ExtractionError(path, "looks binary (NUL bytes)")
-    decoded = decode(data, declared)
-    if "\x00" in decoded.text:
-        raise ExtractionError(path, "looks binary (NUL characters)")
-    return decoded.text, ExtractedText("", decoded.replaced, decoded.encoding, decoded.guessed)
-
-
-# --- PDF ----------------------------------------------------------------------------------
-
-
-@contextmanager
-def _quiet_pypdf() -> Iterator[None]:
-    """pypdf logs a warning for every small defect of a PDF; only its errors are worth showing."""
-    pypdf_log = logging.getLogger("pypdf")
-    previous_level = pypdf_log.level
-    pypdf_log.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        pypdf_log.setLevel(previous_level)
-
-
-def _extract_pdf(path: Path, data: bytes) -> ExtractedText:
-    with _quiet_pypdf():
-        try:
-            reader = PdfReader(io.BytesIO(data))
-            if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
-                raise ExtractionError(path, "encrypted PDF that needs a password")
-            pages = [(page.extract_text() or "").strip() for page in reader.pages]
-        except ExtractionError:
-            raise
-        except Exception as error:  # pypdf raises many types on damaged files
-            raise ExtractionError(path, f"unreadable PDF ({type(error).__name__}: {error})") from error
-    text = _normalise_newlines("\n\n".join(page for page in pages if page))
-    if not text.strip():
-        raise ExtractionError(path, "no extractable text (scanned PDF?)")
-    return ExtractedText(text, replaced_bytes=False)
-
-
-# --- HTML ---------------------------------------------------------------------------------
 
 _META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _CHARSET_SNIFF_BYTES = 4096
@@ -273,18 +13,7 @@ _CHARSET_SNIFF_BYTES = 4096
 _WINDOWS_1252_ALIASES = {"latin-1", "iso8859-1", "ascii"}
 
 
-def _extract_html(path: Path, data: bytes) -> ExtractedText:
-    markup, extracted = _decode_text(path, data, _html_encoding(data))
-    extractor = _VisibleTextExtractor()
-    try:
-        extractor.feed(_normalise_newlines(markup))
-        extractor.close()
-    except Exception as error:  # html.parser is lenient; this is a last resort
-        raise ExtractionError(path, f"unreadable HTML ({type(error).__name__}: {error})") from error
-    return dataclasses.replace(extracted, text=extractor.text())
-
-
-def _html_encoding(data: bytes) -> str | None:
+def html_encoding(data: bytes) -> str | None:
     """The codec named by a <meta charset>, if Python knows it; None otherwise."""
     declared = _META_CHARSET.search(data[:_CHARSET_SNIFF_BYTES])
     if declared is None:
@@ -567,3 +296,11 @@ def _ordered_list_start(attrs: list[tuple[str, str | None]]) -> int:
         if name == "start" and value and value.strip().lstrip("-").isdigit():
             return int(value)
     return 1
+
+
+def visible_text(markup: str) -> str:
+    """The text a reader sees in `markup` (newlines already normalised)."""
+    extractor = _VisibleTextExtractor()
+    extractor.feed(markup)
+    extractor.close()
+    return extractor.text()

@@ -19,7 +19,12 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from granrag_mcp.errors import GranragError
-from granrag_mcp.http_guard import ConnectionGuard, ensure_file_limit, limit_repeated_lines, quiet_resource_errors
+from granrag_mcp.server.http_guard import (
+    ConnectionGuard,
+    ensure_file_limit,
+    limit_repeated_lines,
+    quiet_resource_errors,
+)
 from granrag_mcp.settings import Settings, is_loopback
 
 log = logging.getLogger(__name__)

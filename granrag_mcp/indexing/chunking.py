@@ -12,11 +12,10 @@ from bisect import bisect_right
 from collections.abc import Iterator
 
 import numpy as np
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from granrag_mcp.chunk import ChunkSpan
-from granrag_mcp.sentences import split_sentences
+from granrag_mcp.indexing.sentences import split_sentences
+from granrag_mcp.records import ChunkSpan
 from granrag_mcp.tokens import Tokenizer
 
 
