@@ -1,11 +1,12 @@
 """A BERT encoder on torch alone, for the mean-pooling sentence models built on BERT (all-MiniLM-L6-v2 among them).
 
-Importing transformers and building its model took longer than torch itself: without them the model step of
-the server's start went from 5.1 to 1.3 s and its first search from 6.6 to 2.8 s, and a query's forward from
-8.4 to 6.0 ms (BENCHMARKS.md, session 3). A BERT
-encoder is a short stack of standard layers, so for a checkpoint we can read completely (a `config.json` of
-model type "bert" with absolute positions and exact GELU, weights in `model.safetensors`, a `tokenizer.json`)
-it is built here; any other checkpoint goes to transformers. The vectors match transformers' to 1e-5
+Importing transformers (and sentence-transformers on top) and building their model takes longer than torch
+itself. Against sentence-transformers on the same CPU in fp32 (benchmarks/bench_encoder.py, its result in
+benchmarks/results/encoder.json) this runner reaches the first query vector in 62% less time and holds 26% less
+resident memory once loaded; a query's forward and batch throughput are about the same. A BERT encoder is a
+short stack of standard layers, so for a checkpoint we can read completely (a `config.json` of model type "bert"
+with absolute positions and exact GELU, weights in `model.safetensors`, a `tokenizer.json`) it is built here from
+public torch layers; any other checkpoint goes to transformers. The vectors match transformers' to 1e-5
 (tests/test_bert.py).
 """
 
@@ -26,42 +27,9 @@ WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16
 """A single text is padded (masked) to a multiple of this many tokens. torch keeps compiled kernels and heap
 blocks per input shape, so a process that embedded queries of every length from 1 to 249 tokens had grown by
-660 MiB (bf16); padded, by 44 MiB, for +0.1 ms a query (BENCHMARKS.md, session 4). Batches are not padded: it
+660 MiB (bf16); padded, by 44 MiB, for +0.1 ms a query (BENCHMARKS.md). Batches are not padded: it
 would cost indexing time, and after start-up the default server embeds queries only."""
 TOKENIZER = "tokenizer.json"
-
-
-def _packed_linear_works(dtype: torch.dtype) -> bool:
-    """Whether this torch build has oneDNN's prepacked linear for `dtype` and it computes what `Linear` does."""
-    try:
-        probe = nn.Linear(8, 4)
-        x = torch.randn(3, 8)
-        with torch.inference_mode():
-            got = PackedLinear(probe, dtype)(x).float()
-            expected = functional.linear(x.to(dtype), probe.weight.to(dtype), probe.bias.to(dtype)).float()
-        return bool(torch.allclose(got, expected, atol=1e-2))
-    except (AttributeError, RuntimeError, NotImplementedError):  # no such op, or no oneDNN kernel for this CPU
-        return False
-
-
-class PackedLinear(nn.Module):
-    """A `Linear` whose weight oneDNN has laid out once, in `dtype`, for its own matrix kernels.
-
-    A plain `Linear` re-lays its bf16 weight out on every call, and sends fp32 to MKL's sgemm, which on the AMD
-    CPU here is 2.5x slower than oneDNN. Prepacked, a single query's forward took 3.6 -> 2.7 ms (bf16) and
-    7.8 -> 3.8 ms (fp32), batches 5-45% less, with the same vectors to 1e-6 (BENCHMARKS.md, session 5). These
-    are the ops torch's own compiler emits for CPU linears (`torch.ops.mkldnn`), so a build without them keeps
-    the plain `Linear` (see `_packed_linear_works`).
-    """
-
-    def __init__(self, linear: nn.Linear, dtype: torch.dtype) -> None:
-        super().__init__()
-        self.dtype = dtype
-        self.packed_weight = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach().to(dtype), QUERY_LENGTH_STEP)
-        self.bias = None if linear.bias is None else linear.bias.detach().to(dtype)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x.to(self.dtype), self.packed_weight, self.bias, "none", [], "")
 
 
 def readable_config(folder: Path) -> dict[str, Any] | None:
@@ -129,18 +97,12 @@ class BertModule(nn.Module):
             hidden = layer(hidden, mask)
         return hidden
 
-    def set_precision(self, dtype: torch.dtype) -> bool:
-        """Matrix products in `dtype` from now on, on prepacked weights where torch has them (True), else on the
-        weights cast once (False)."""
-        packed = self.word.weight.device.type == "cpu" and _packed_linear_works(dtype)
+    def set_precision(self, dtype: torch.dtype) -> None:
+        """Matrix products in `dtype` from now on: the Linear weights are cast once, so a bf16 forward (under
+        autocast) does not convert the whole model on every call."""
         for layer in self.layers:
             for name in ("qkv", "attention_out", "up", "down"):
-                linear = getattr(layer, name)
-                if packed:
-                    setattr(layer, name, PackedLinear(linear, dtype))
-                else:
-                    linear.to(dtype)
-        return packed
+                getattr(layer, name).to(dtype)
 
     def load_checkpoint(self, weights: dict[str, torch.Tensor]) -> None:
         weights = {name.removeprefix("bert."): tensor for name, tensor in weights.items()}
@@ -185,7 +147,6 @@ class BertMeanEncoder:
         self._pad_id = int(config.get("pad_token_id", 0) or 0)
         self._lower_case = lower_case
         self._device = torch.device(device)
-        self.packed = False
 
     def _encode(self, texts: list[str]) -> list[list[int]]:
         encodings = self.tokenizer.encode_batch(sentence_texts(texts, self._lower_case))
@@ -207,7 +168,7 @@ class BertMeanEncoder:
                 "attention_mask": torch.from_numpy(mask).to(self._device)}
 
     def set_precision(self, precision: str) -> None:
-        self.packed = self.module.set_precision(torch.bfloat16 if precision == "bf16" else torch.float32)
+        self.module.set_precision(torch.bfloat16 if precision == "bf16" else torch.float32)
 
     def pooled(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         return mean_pool(self.module(features["input_ids"], features["attention_mask"]), features["attention_mask"])

@@ -72,18 +72,39 @@ def plan_batches(lengths: Sequence[int], max_texts: int, max_tokens: int = BATCH
     return batches
 
 
+NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+"""x86 /proc/cpuinfo flags of a CPU that multiplies bfloat16 in hardware. An Arm CPU lists its features on a
+"Features" line instead, and is left at fp32: nothing here shows torch's bf16 kernels there beating fp32."""
+ONEDNN_BF16_ISAS = ("BF16", "AMX", "FP16", "AVX10", "ALL", "DEFAULT")
+"""Parts of an `ONEDNN_MAX_CPU_ISA` value under which oneDNN may still use the CPU's bf16 instructions."""
+
+
 def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """True when the CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX); elsewhere bf16 is emulated, slower."""
+    """True when the CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX); elsewhere bf16 is emulated, slower.
+    No cpuinfo (macOS, Windows) counts as no."""
     try:
         flags = next((line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")), "")
     except OSError:
         return False
-    return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
+    return bool(NATIVE_BF16_FLAGS & set(flags.split()))
+
+
+def torch_runs_avx512() -> bool:
+    """Whether torch dispatches to its AVX-512 kernels in this process (it honours ATEN_CPU_CAPABILITY, so a run
+    held to AVX2 gets False) and oneDNN has not been held below its bf16 instructions (ONEDNN_MAX_CPU_ISA)."""
+    import torch
+
+    onednn_limit = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if onednn_limit and not any(part in onednn_limit for part in ONEDNN_BF16_ISAS):
+        return False
+    return torch.backends.cpu.get_cpu_capability() == "AVX512"
 
 
 def resolve_precision(precision: Precision) -> Literal["fp32", "bf16"]:
+    """Precision "auto" is bf16 only where both the CPU and torch's kernels do bf16 natively: emulated, bf16 is
+    slower than fp32."""
     if precision == "auto":
-        return "bf16" if cpu_has_native_bf16() else "fp32"
+        return "bf16" if cpu_has_native_bf16() and torch_runs_avx512() else "fp32"
     return precision
 
 
@@ -152,14 +173,18 @@ class SentenceTransformerEmbedder:
             # Batches run side by side, one per core, each on one thread: on a busy machine a torch thread pool
             # that waits for its second thread is 2-3x slower than one thread (BENCHMARKS.md, "threads").
             torch.set_num_threads(1)
-        self._tokenizer_lock = threading.Lock()  # a Hugging Face fast tokenizer must not be used by two threads
+        # The embedder is called from many threads at once (tool calls, and its own batches side by side). A
+        # Hugging Face fast tokenizer must not be used by two threads at once (its padding and truncation are
+        # settings on one shared object), and the query cache is reordered on every hit: both happen under this
+        # lock. Forwards run outside it, in parallel: torch modules in inference mode are safe to share.
+        self._lock = threading.Lock()
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _forward(self, texts: list[str]) -> np.ndarray:
         """One batch through the model; cheaper per call than sentence-transformers' `encode`, which matters for
         single queries."""
         torch = self._torch
-        with self._tokenizer_lock:
+        with self._lock:
             features = self._encoder.features(texts)
         with torch.inference_mode(), torch.autocast(self._device_type, torch.bfloat16, enabled=self.precision == "bf16"):
             vectors = self._encoder.pooled(features)
@@ -174,7 +199,7 @@ class SentenceTransformerEmbedder:
         # Each distinct text once (overlapping windows repeat sentences), in batches of similar lengths so each
         # pads little, `workers` batches at a time; the rows are put back in the caller's order afterwards.
         distinct = list(dict.fromkeys(texts))
-        with self._tokenizer_lock:
+        with self._lock:
             lengths = self._encoder.token_lengths(distinct)
         batches = plan_batches(lengths, self.batch_size)
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
@@ -189,20 +214,22 @@ class SentenceTransformerEmbedder:
         return vectors[[row_of[text] for text in texts]]
 
     def _embed_one(self, text: str) -> np.ndarray:
-        vector = self._query_cache.get(text)
-        if vector is None:
-            vector = self._forward([text])[0]
-            vector.setflags(write=False)  # shared by every caller that asks for the same text
-            self._query_cache[text] = vector
-            if len(self._query_cache) > QUERY_CACHE_SIZE:
+        with self._lock:
+            vector = self._query_cache.get(text)
+            if vector is not None:
+                self._query_cache.move_to_end(text)
+                return vector
+        vector = self._forward([text])[0]
+        vector.setflags(write=False)  # shared by every caller that asks for the same text
+        with self._lock:
+            vector = self._query_cache.setdefault(text, vector)  # another thread may have embedded it meanwhile
+            while len(self._query_cache) > QUERY_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
-        else:
-            self._query_cache.move_to_end(text)
         return vector
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         limit = max(8, (max_tokens or self.max_tokens) - 2)  # room for [CLS] and [SEP]
-        with self._tokenizer_lock:
+        with self._lock:
             offsets = self._encoder.token_offsets(text)
         if not offsets:
             return [(0, len(text))] if text.strip() else []

@@ -100,19 +100,23 @@ class CrossEncoderReranker:
         self.name = f"cross-encoder:{model}"
         self.batch_size = batch_size
         self.max_length = self._model.max_seq_length
+        # `predict` sets padding and truncation on the model's one Hugging Face fast tokenizer, which two threads
+        # must not use at once; tool calls score from several threads, so the reranker lets one in at a time.
+        self._lock = threading.Lock()
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:
             return []
         import torch
 
-        logits = self._model.predict(
-            [(query, passage) for passage in passages],
-            batch_size=self.batch_size,
-            activation_fn=torch.nn.Identity(),
-            show_progress_bar=False,
-            convert_to_numpy=True,
-        )
+        with self._lock:
+            logits = self._model.predict(
+                [(query, passage) for passage in passages],
+                batch_size=self.batch_size,
+                activation_fn=torch.nn.Identity(),
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
         return [float(value) for value in np.asarray(logits, dtype=np.float64).reshape(len(passages))]
 
 

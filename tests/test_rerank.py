@@ -3,6 +3,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -355,3 +358,48 @@ def test_sentence_window_reranker_prefers_the_passage_holding_the_matching_sente
     ])
     assert scores[1] > scores[0] > scores[2] == -1.0
     assert reranker.score("zebra giraffe", ["zebra giraffe", filler(10)])[0] > 0.5  # plain texts still work
+
+
+def scores_from_threads(score, calls: list[tuple[str, list[str]]], threads: int = 8) -> list[list[float]]:
+    """Every call made by every thread at once, the interpreter switching threads as often as it can."""
+    start = threading.Barrier(threads)
+
+    def run(worker: int) -> list[list[float]]:
+        start.wait()
+        return [score(*calls[(worker + n) % len(calls)]) for n in range(len(calls) * 2)]
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            return [scores for worker in pool.map(run, range(threads)) for scores in worker]
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def test_a_cross_encoder_scored_from_several_threads_at_once_gives_the_single_threaded_scores(
+    tiny_cross_encoder: Path,
+) -> None:
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), batch_size=2)
+    calls = [(QUERY, [FACT, *DISTRACTORS]), ("cats?", ["word " * 900, "a cat"]), (QUERY, [DISTRACTORS[0]])]
+    alone = {(query, tuple(passages)): reranker.score(query, passages) for query, passages in calls}
+    got = scores_from_threads(reranker.score, calls)
+    expected = [alone[(q, tuple(p))] for worker in range(8) for n in range(6) for q, p in [calls[(worker + n) % 3]]]
+    assert len(got) == len(expected) == 48
+    for scores, want in zip(got, expected):
+        np.testing.assert_allclose(scores, want, atol=1e-5)
+
+
+def test_the_embedding_fallback_on_the_real_model_scored_from_several_threads_gives_the_same_scores() -> None:
+    from granrag_mcp.embedding import SentenceTransformerEmbedder
+
+    # fp32: in bf16 a window's vector moves by 1e-3 with the batch it is padded into, which threads change.
+    embedder = SentenceTransformerEmbedder(precision="fp32")
+    calls = [(QUERY, [FACT, *DISTRACTORS]), ("what grows in a garden", [garden_filler(200), DISTRACTORS[1]]),
+             ("a fishing business", DISTRACTORS)]
+    alone = {query: EmbeddingReranker(embedder).score(query, passages) for query, passages in calls}
+    reranker = EmbeddingReranker(embedder)  # a fresh window cache, filled from all threads at once
+    got = scores_from_threads(reranker.score, calls)
+    expected = [alone[calls[(worker + n) % 3][0]] for worker in range(8) for n in range(6)]
+    for scores, want in zip(got, expected):
+        np.testing.assert_allclose(scores, want, atol=1e-5)
