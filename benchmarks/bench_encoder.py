@@ -57,10 +57,10 @@ def rss_mib() -> tuple[float, float]:
 def load_runner(runner: str) -> Any:
     """The encoder, imports included (they are part of the start-up being measured)."""
     if runner == "bert":
-        from granrag_mcp.encoders import load_encoder
+        from granrag_mcp.embedding.encoders import load_encoder
     else:
-        from granrag_mcp.encoders import SentenceTransformersEncoder
-    from granrag_mcp.embedding import DEFAULT_MODEL, resolve_model_location
+        from granrag_mcp.embedding.encoders import SentenceTransformersEncoder
+    from granrag_mcp.embedding.embedder import DEFAULT_MODEL, resolve_model_location
 
     location = resolve_model_location(DEFAULT_MODEL)
     encoder = load_encoder(location) if runner == "bert" else SentenceTransformersEncoder(location)
@@ -72,7 +72,7 @@ def child(runner: str, spawned: float, texts_file: Path, vectors_file: Path) -> 
     import numpy as np
     import torch
 
-    from granrag_mcp.embedding import normalise, plan_batches
+    from granrag_mcp.embedding.embedder import normalise, plan_batches
 
     imported = time.time()
     encoder = load_runner(runner)

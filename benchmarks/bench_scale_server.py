@@ -146,7 +146,8 @@ def chunk_corpus(target: int, seed: int) -> tuple[list, dict[str, list], np.ndar
     gives them (per document: broad, then mid, then narrow). Returns the documents, the chunks per level and the
     base sentence of every narrow chunk."""
     from granrag_mcp.records import Chunk
-    from granrag_mcp.indexing.chunking import ChunkSettings, chunk_document
+    from granrag_mcp.indexing.chunking import chunk_document
+    from granrag_mcp.settings import ChunkSettings
     from granrag_mcp.store.catalog import DocumentInfo
     from granrag_mcp.tokens import get_tokenizer
 
@@ -198,7 +199,7 @@ def layout(chunks: dict[str, list], bases: np.ndarray) -> dict[str, np.ndarray]:
 def level_vectors(plan: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
     """Narrow: the base sentence's MiniLM vector plus shaped noise. Mid and broad: token-weighted means (the
     indexer's `mean` mode)."""
-    from granrag_mcp.embedding import normalise
+    from granrag_mcp.embedding.embedder import normalise
     from granrag_mcp.indexing.chunk_vectors import pool
 
     generator = bench_scale_store.Generator("realistic", len(plan["narrow_ids"]))
@@ -250,7 +251,7 @@ def write_truth(path: Path, narrow: np.ndarray, ids: np.ndarray, seed: int) -> N
 
 
 def build_store(keep: Path, target: int, seed: int) -> dict[str, Any]:
-    from granrag_mcp.indexing.chunking import ChunkSettings
+    from granrag_mcp.settings import ChunkSettings
     from granrag_mcp.store.catalog import Catalog
     from granrag_mcp.store.lexical import LexicalIndex
     from granrag_mcp.store.manifest import Manifest, StoreIdentity

@@ -87,7 +87,7 @@ def real_vectors() -> tuple[np.ndarray, np.ndarray]:
         return cached["sentences"], cached["questions"]
     import squad_corpus
 
-    from granrag_mcp.embedding import SentenceTransformerEmbedder
+    from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder
     from granrag_mcp.indexing.sentences import split_sentences
 
     documents, questions = squad_corpus.load()

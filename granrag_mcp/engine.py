@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING
 
 import faiss
 
-from granrag_mcp.embedding import (
+from granrag_mcp.embedding.embedder import (
     Embedder,
     SentenceTransformerEmbedder,
     set_model_threads,
 )
 from granrag_mcp.errors import StoreNotFoundError
-from granrag_mcp.rerank import Reranker, load_reranker
+from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.settings import Settings, identity_for
+from granrag_mcp.settings import Settings
+from granrag_mcp.store.manifest import identity_for
 from granrag_mcp.store.live import LiveStore
 from granrag_mcp.store.store import read_current
 from granrag_mcp.tokens import RememberedCounts, get_tokenizer

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from granrag_mcp.embedding import Embedder, ProgressCallback, normalise
-from granrag_mcp.store.manifest import VectorMode
+from granrag_mcp.embedding.embedder import Embedder, ProgressCallback, normalise
+from granrag_mcp.settings import VectorMode
 
 
 def pool(child_sums: np.ndarray, parent_of_child: np.ndarray, n_parents: int) -> np.ndarray:

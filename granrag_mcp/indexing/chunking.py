@@ -12,35 +12,11 @@ from bisect import bisect_right
 from collections.abc import Iterator
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from granrag_mcp.indexing.sentences import split_sentences
 from granrag_mcp.records import ChunkSpan
+from granrag_mcp.settings import ChunkSettings
 from granrag_mcp.tokens import Tokenizer
-
-
-class ChunkSettings(BaseModel):
-    """Chunk sizes in tokenizer tokens. Part of a store's identity: changing them needs a rebuild."""
-
-    model_config = ConfigDict(frozen=True)
-
-    broad_tokens: int = Field(2048, ge=16, le=32768)
-    broad_overlap: int = Field(200, ge=0)
-    mid_tokens: int = Field(512, ge=8)
-    sentence_max_tokens: int = Field(128, ge=4)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ChunkSettings:
-        if self.broad_overlap >= self.broad_tokens:
-            raise ValueError(
-                f"broad overlap ({self.broad_overlap}) must be smaller than the broad chunk size "
-                f"({self.broad_tokens}); lower GRANRAG_BROAD_OVERLAP"
-            )
-        if self.mid_tokens > self.broad_tokens:
-            raise ValueError(
-                f"mid chunk size ({self.mid_tokens}) cannot exceed the broad chunk size ({self.broad_tokens})"
-            )
-        return self
 
 
 def token_windows(n_tokens: int, size: int, overlap: int = 0) -> Iterator[tuple[int, int]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from granrag_mcp.embedding import Embedder
+from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import (
     ExtractionError,
     GranragError,
@@ -21,7 +21,7 @@ from granrag_mcp.errors import (
     StoreWriteError,
 )
 from granrag_mcp.indexing.chunk_vectors import level_vectors
-from granrag_mcp.indexing.chunking import ChunkSettings, chunk_document
+from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
 from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.progress import Progress
@@ -29,7 +29,8 @@ from granrag_mcp.records import LEVELS, Chunk, ChunkSpan, Level
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
-from granrag_mcp.store.manifest import Manifest, StoreIdentity, VectorMode
+from granrag_mcp.settings import ChunkSettings, VectorMode
+from granrag_mcp.store.manifest import Manifest, StoreIdentity
 from granrag_mcp.store.store import (
     CATALOG_FILE,
     Snapshot,

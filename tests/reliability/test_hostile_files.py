@@ -21,7 +21,7 @@ from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
 from tests.reliability.support import fake_index, fake_settings, run_cli
-from tests.test_server import SMALL_CHUNKS
+from tests.server.test_app import SMALL_CHUNKS
 
 TEXT = "The harbour crane lifted forty containers before noon. " * 40
 

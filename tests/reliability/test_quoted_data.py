@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from granrag_mcp.engine import Engine
 from granrag_mcp.server.models import DATA_NOTICE, fence
-from granrag_mcp.rerank import EmbeddingReranker
+from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
 from tests.fakes import FakeEmbedder
 from tests.reliability.conftest import FuzzStore

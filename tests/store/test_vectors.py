@@ -6,7 +6,7 @@ import faiss
 import numpy as np
 import pytest
 
-from granrag_mcp.embedding import normalise
+from granrag_mcp.embedding.embedder import normalise
 from granrag_mcp.store import vector_index as vectors_module
 from granrag_mcp.store.vector_index import VectorIndex
 

@@ -9,7 +9,6 @@ passage's windows). Nothing is loaded at import time.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -18,12 +17,12 @@ from typing import Protocol
 
 import numpy as np
 
-from granrag_mcp.embedding import Embedder
+from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import ModelLoadError
+from granrag_mcp.settings import DEFAULT_CROSS_ENCODER, offline_models
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L6-v2"
 
 DEFAULT_WINDOW_TOKENS = 128
 """Largest window the embedding fallback scores at once; see EmbeddingReranker for why."""
@@ -80,7 +79,7 @@ class CrossEncoderReranker:
     reads_sentence_vectors = False
 
     def __init__(self, model: str, batch_size: int = 32, device: str = "cpu") -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        offline_models()
         try:
             from sentence_transformers import CrossEncoder
 

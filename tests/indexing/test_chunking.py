@@ -2,7 +2,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 
-from granrag_mcp.indexing.chunking import ChunkSettings, chunk_document, token_windows
+from granrag_mcp.indexing.chunking import chunk_document, token_windows
+from granrag_mcp.settings import ChunkSettings
 from granrag_mcp.tokens import get_tokenizer
 
 SMALL = ChunkSettings(broad_tokens=60, broad_overlap=12, mid_tokens=20, sentence_max_tokens=8)

@@ -163,7 +163,7 @@ def load_encoder(location: str, device: str = "cpu") -> Encoder:
     folder = Path(location)
     settings = mean_pooling_settings(folder) if folder.is_dir() else None
     if settings is not None:
-        from granrag_mcp.bert import BertMeanEncoder, readable_config
+        from granrag_mcp.embedding.bert import BertMeanEncoder, readable_config
 
         config = readable_config(folder)
         if config is not None:

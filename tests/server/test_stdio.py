@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from granrag_mcp.engine import run_index
 from granrag_mcp.settings import Settings
-from tests.test_server import FACTS, SMALL_CHUNKS, TOOLS, write_corpus
+from tests.server.test_app import FACTS, SMALL_CHUNKS, TOOLS, write_corpus
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from granrag_mcp.encoders import mean_pool, sentence_texts
+from granrag_mcp.embedding.encoders import mean_pool, sentence_texts
 
 WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16

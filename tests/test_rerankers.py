@@ -15,7 +15,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from granrag_mcp.errors import ModelLoadError  # noqa: E402
-from granrag_mcp.rerank import (  # noqa: E402
+from granrag_mcp.rerankers import (  # noqa: E402
     CrossEncoderReranker, EmbeddingReranker, SentenceWindowReranker, load_reranker, sentence_windows, stored_locally,
 )
 from tests.fakes import FakeEmbedder  # noqa: E402
@@ -173,19 +173,19 @@ def test_load_path_spec_gives_cross_encoder(tiny_cross_encoder: Path, fake: Fake
 def test_auto_uses_cross_encoder_when_available(
     tiny_cross_encoder: Path, fake: FakeEmbedder, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="granrag_mcp.rerank"):
+    with caplog.at_level(logging.WARNING, logger="granrag_mcp.rerankers"):
         reranker = load_reranker("auto", fake, cross_encoder_model=str(tiny_cross_encoder))
 
     assert isinstance(reranker, CrossEncoderReranker)
-    assert not [record for record in caplog.records if record.name == "granrag_mcp.rerank"]
+    assert not [record for record in caplog.records if record.name == "granrag_mcp.rerankers"]
 
 
 def test_auto_falls_back_to_embeddings_with_a_warning(fake: FakeEmbedder, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="granrag_mcp.rerank"):
+    with caplog.at_level(logging.WARNING, logger="granrag_mcp.rerankers"):
         reranker = load_reranker("auto", fake, cross_encoder_model=MISSING_MODEL)
 
     assert isinstance(reranker, SentenceWindowReranker)
-    warnings = [r for r in caplog.records if r.name == "granrag_mcp.rerank" and r.levelno == logging.WARNING]
+    warnings = [r for r in caplog.records if r.name == "granrag_mcp.rerankers" and r.levelno == logging.WARNING]
     assert len(warnings) == 1
     message = warnings[0].getMessage()
     assert MISSING_MODEL in message
@@ -198,7 +198,7 @@ def test_auto_does_not_import_sentence_transformers_for_a_model_that_is_not_ther
     import sys
 
     code = (
-        "import sys; from granrag_mcp.rerank import load_reranker, SentenceWindowReranker; "
+        "import sys; from granrag_mcp.rerankers import load_reranker, SentenceWindowReranker; "
         "from tests.fakes import FakeEmbedder; "
         f"r = load_reranker('auto', FakeEmbedder(), cross_encoder_model={MISSING_MODEL!r}); "
         "assert isinstance(r, SentenceWindowReranker); "
@@ -240,7 +240,7 @@ def test_unknown_spec_is_a_cross_encoder_name(fake: FakeEmbedder) -> None:
 
 @pytest.fixture(scope="module")
 def real_embedder():
-    from granrag_mcp.embedding import SentenceTransformerEmbedder
+    from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 
@@ -391,7 +391,7 @@ def test_a_cross_encoder_scored_from_several_threads_at_once_gives_the_single_th
 
 
 def test_the_embedding_fallback_on_the_real_model_scored_from_several_threads_gives_the_same_scores() -> None:
-    from granrag_mcp.embedding import SentenceTransformerEmbedder
+    from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder
 
     # fp32: in bf16 a window's vector moves by 1e-3 with the batch it is padded into, which threads change.
     embedder = SentenceTransformerEmbedder(precision="fp32")

@@ -128,7 +128,7 @@ def test_duplicate_doc_ids_from_two_roots_keep_the_first(tmp_path: Path, caplog:
     first = write(tmp_path / "one" / "guide" / "intro.md", "1")
     second = write(tmp_path / "two" / "guide" / "intro.md", "2")
     write(tmp_path / "two" / "other.md", "o")
-    with caplog.at_level(logging.WARNING, logger="granrag_mcp.indexing.extract"):
+    with caplog.at_level(logging.WARNING, logger="granrag_mcp.indexing"):
         found = discover([tmp_path / "one", tmp_path / "two"])
     assert doc_ids(found) == ["guide/intro.md", "other.md"]
     assert found.files[0].path == first
@@ -183,7 +183,7 @@ def test_a_broken_symlink_in_a_folder_is_skipped_with_a_warning(
         (docs / "dangling.md").symlink_to(tmp_path / "gone.md")
     except OSError:
         pytest.skip("cannot create symlinks here")
-    with caplog.at_level(logging.WARNING, logger="granrag_mcp.indexing.extract"):
+    with caplog.at_level(logging.WARNING, logger="granrag_mcp.indexing"):
         found = discover([docs])
     assert doc_ids(found) == ["real.md"]
     assert found.missing == [] and found.unsupported == []
@@ -694,7 +694,7 @@ def not_blocked_by(fifo: Path, action, *args):
 def test_a_fifo_given_directly_is_skipped_without_opening_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     fifo = make_fifo(tmp_path / "pipe.md")
     real = write(tmp_path / "real.md", "r")
-    with caplog.at_level(logging.WARNING, logger="granrag_mcp.indexing.extract"):
+    with caplog.at_level(logging.WARNING, logger="granrag_mcp.indexing"):
         found = not_blocked_by(fifo, discover, [fifo, real])
     assert doc_ids(found) == ["real.md"]
     assert found.skipped == [(fifo, "not a regular file (FIFO)")]

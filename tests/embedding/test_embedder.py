@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from granrag_mcp import embedding
-from granrag_mcp.embedding import (
+from granrag_mcp.embedding.embedder import (
     QUERY_CACHE_SIZE, cpu_has_native_bf16, plan_batches, resolve_precision, torch_runs_avx512,
 )
 
@@ -76,7 +76,7 @@ AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "FAISS
 def test_a_process_held_to_avx2_embeds_in_fp32_with_auto() -> None:
     # The fp32 path of `auto` is what an AVX2-only CPU runs; this holds torch to AVX2 on any machine to run it.
     script = (
-        "from granrag_mcp.embedding import SentenceTransformerEmbedder, torch_runs_avx512\n"
+        "from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder, torch_runs_avx512\n"
         "embedder = SentenceTransformerEmbedder(precision='auto')\n"
         "vector = embedder.embed(['a question about bridges'])[0]\n"
         "print(torch_runs_avx512(), embedder.precision, vector.dtype, round(float(vector @ vector), 4))\n"
@@ -91,14 +91,14 @@ def test_a_process_held_to_avx2_embeds_in_fp32_with_auto() -> None:
 
 @pytest.fixture(scope="module")
 def fp32():
-    from granrag_mcp.embedding import SentenceTransformerEmbedder
+    from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(precision="fp32")
 
 
 @pytest.fixture(scope="module")
 def bf16(fp32):
-    from granrag_mcp.embedding import SentenceTransformerEmbedder
+    from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(precision="bf16")
 

@@ -2,7 +2,7 @@ import pytest
 
 from granrag_mcp.records import format_chunk_id
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
-from granrag_mcp.rerank import EmbeddingReranker, SentenceWindowReranker
+from granrag_mcp.rerankers import EmbeddingReranker, SentenceWindowReranker
 from granrag_mcp.records import MAX_QUERY_CHARS
 from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
 from granrag_mcp.retrieval.level_search import search_level

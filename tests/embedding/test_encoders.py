@@ -4,8 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from granrag_mcp.embedding import normalise, resolve_model_location
-from granrag_mcp.encoders import (
+from granrag_mcp.embedding.embedder import normalise, resolve_model_location
+from granrag_mcp.embedding.encoders import (
     NORMALIZE, POOLING, TRANSFORMER, MeanPoolingEncoder, SentenceTransformersEncoder,
     mean_pooling_settings,
 )

@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from granrag_mcp import bert
-from granrag_mcp.bert import QUERY_LENGTH_STEP, BertMeanEncoder, BertModule, readable_config
-from granrag_mcp.embedding import DEFAULT_MODEL, normalise, resolve_model_location
-from granrag_mcp.encoders import MeanPoolingEncoder, load_encoder
+from granrag_mcp.embedding import bert
+from granrag_mcp.embedding.bert import QUERY_LENGTH_STEP, BertMeanEncoder, BertModule, readable_config
+from granrag_mcp.embedding.embedder import DEFAULT_MODEL, normalise, resolve_model_location
+from granrag_mcp.embedding.encoders import MeanPoolingEncoder, load_encoder
 
 BUNDLED = Path(resolve_model_location(DEFAULT_MODEL))
 TEXTS = ["  The bridge opened in 1931.  ", "Short.", "word " * 400, "Zürich 漢字 🙂 émigré", "", "A B C " * 30]
@@ -120,7 +120,7 @@ def test_loading_the_default_embedder_imports_neither_transformers_nor_sentence_
     # Those imports were ~2 s of the server's start to its first search.
     script = (
         "import sys\n"
-        "from granrag_mcp.embedding import SentenceTransformerEmbedder\n"
+        "from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder\n"
         "SentenceTransformerEmbedder().embed(['a question'])\n"
         "print(sorted(m for m in ('transformers', 'sentence_transformers') if m in sys.modules))\n"
     )

@@ -1,6 +1,6 @@
 """The tool list is the server's public contract: a change to it must be deliberate.
 
-Regenerate after an intended change with:  UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_tool_snapshot.py
+Regenerate after an intended change with:  UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/server/test_tool_snapshot.py
 """
 
 from __future__ import annotations
@@ -49,5 +49,5 @@ def test_tool_list_matches_the_snapshot() -> None:
         ))
         raise AssertionError(
             "the MCP tool list changed (names, descriptions, schemas or annotations). If that is intended, "
-            f"regenerate with UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_tool_snapshot.py\n{diff}"
+            f"regenerate with UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/server/test_tool_snapshot.py\n{diff}"
         )
