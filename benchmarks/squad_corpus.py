@@ -15,8 +15,7 @@ from pathlib import Path
 from granrag_mcp.evaluation.qa import load_squad, write_corpus
 
 _BESIDE = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "squad-v1.1-dev-a.json"
-DEFAULT_SQUAD = Path(os.environ.get("GRANRAG_BENCH_SQUAD") or (_BESIDE if _BESIDE.exists() else
-                                                              "/work/shared/datasets/squad-v1.1-dev-a.json"))
+DEFAULT_SQUAD = Path(os.environ.get("GRANRAG_BENCH_SQUAD") or _BESIDE)
 
 
 @dataclass(frozen=True)

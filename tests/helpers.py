@@ -33,9 +33,8 @@ def current_chunks(store: Path) -> dict[str, Chunk]:
 
 
 def shared_file(relative: str) -> Path:
-    """A file of the workplace's shared data: `../shared/` beside the project root (where CI has it), else /work/shared."""
-    beside = Path(__file__).resolve().parent.parent.parent / "shared" / relative
-    return beside if beside.exists() else Path("/work/shared") / relative
+    """A file of the shared test data: `../shared/` beside the project root."""
+    return Path(__file__).resolve().parent.parent.parent / "shared" / relative
 
 
 def write_corpus(folder: Path, docs: dict[str, str] = TOPICS, repeat: int = 3) -> Path:
