@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from granrag_mcp import embedding
+from granrag_mcp.embedding import embedder as embedding
 from granrag_mcp.embedding.embedder import (
     QUERY_CACHE_SIZE, cpu_has_native_bf16, plan_batches, resolve_precision, torch_runs_avx512,
 )
