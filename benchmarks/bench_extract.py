@@ -25,7 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import squad_corpus  # noqa: E402
 
-from granrag_mcp.ingest import ExtractionError, discover, extract_text  # noqa: E402
+from granrag_mcp.errors import ExtractionError  # noqa: E402
+from granrag_mcp.indexing.discovery import discover  # noqa: E402
+from granrag_mcp.indexing.extract import extract_text  # noqa: E402
 
 
 def _write_variants(documents: dict[str, str], root: Path) -> dict[str, Path]:

@@ -48,7 +48,7 @@ def child(corpus: Path, store: Path, mode: str) -> None:
     summary = run_index([corpus], settings, quiet=True)
     wall = time.perf_counter() - imported
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    from granrag_mcp.embedding import resolve_precision
+    from granrag_mcp.embedding.embedder import resolve_precision
 
     print(json.dumps({
         "precision": resolve_precision(settings.precision),

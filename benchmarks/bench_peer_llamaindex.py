@@ -98,7 +98,7 @@ def evaluate_ours(store: Path, questions, strategies: list[str]) -> dict[str, An
     from granrag_mcp.engine import Engine, make_embedder
     from granrag_mcp.evaluation.metrics import first_hit_rank, summarise
     from granrag_mcp.evaluation.strategies import NEEDED, CachedEmbedder, MemoReranker, StrategyRunner, prime_reranker
-    from granrag_mcp.rerank import load_reranker
+    from granrag_mcp.rerankers import load_reranker
     from granrag_mcp.retrieval.view import check_query
     from granrag_mcp.settings import Settings
 

@@ -92,7 +92,7 @@ _SUFFIX = "abcdefghiklmnoprstuvyz"
 
 def squad_sentences() -> list[str]:
     """The SQuAD-A sentences in the order of `bench_scale_store.real_vectors` (so sentence i has vector i)."""
-    from granrag_mcp.sentences import split_sentences
+    from granrag_mcp.indexing.sentences import split_sentences
 
     documents, _ = squad_corpus.load()
     return [text[a:b] for text in documents.values() for a, b in split_sentences(text)]
@@ -145,8 +145,9 @@ def chunk_corpus(target: int, seed: int) -> tuple[list, dict[str, list], np.ndar
     """Documents chunked by the project's chunker until `target` narrow chunks; chunks get ids as the indexer
     gives them (per document: broad, then mid, then narrow). Returns the documents, the chunks per level and the
     base sentence of every narrow chunk."""
-    from granrag_mcp.chunk import Chunk
-    from granrag_mcp.chunking import ChunkSettings, chunk_document
+    from granrag_mcp.records import Chunk
+    from granrag_mcp.indexing.chunking import chunk_document
+    from granrag_mcp.settings import ChunkSettings
     from granrag_mcp.store.catalog import DocumentInfo
     from granrag_mcp.tokens import get_tokenizer
 
@@ -198,8 +199,8 @@ def layout(chunks: dict[str, list], bases: np.ndarray) -> dict[str, np.ndarray]:
 def level_vectors(plan: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
     """Narrow: the base sentence's MiniLM vector plus shaped noise. Mid and broad: token-weighted means (the
     indexer's `mean` mode)."""
-    from granrag_mcp.embedding import normalise
-    from granrag_mcp.vectors import pool
+    from granrag_mcp.embedding.embedder import normalise
+    from granrag_mcp.indexing.chunk_vectors import pool
 
     generator = bench_scale_store.Generator("realistic", len(plan["narrow_ids"]))
     rng = np.random.default_rng(seed)
@@ -217,7 +218,7 @@ def level_vectors(plan: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarra
 
 def write_vectors(folder: Path, plan: dict[str, np.ndarray], vectors: dict[str, np.ndarray]) -> dict[str, Any]:
     from granrag_mcp.store.store import vector_file
-    from granrag_mcp.store.vectors import VectorIndex
+    from granrag_mcp.store.vector_index import VectorIndex
 
     out = {}
     for level in ("broad", "mid", "narrow"):
@@ -250,7 +251,7 @@ def write_truth(path: Path, narrow: np.ndarray, ids: np.ndarray, seed: int) -> N
 
 
 def build_store(keep: Path, target: int, seed: int) -> dict[str, Any]:
-    from granrag_mcp.chunking import ChunkSettings
+    from granrag_mcp.settings import ChunkSettings
     from granrag_mcp.store.catalog import Catalog
     from granrag_mcp.store.lexical import LexicalIndex
     from granrag_mcp.store.manifest import Manifest, StoreIdentity
@@ -331,7 +332,7 @@ def rewrite_vectors(keep: Path, seed: int, reencode: bool) -> dict[str, Any]:
     current generation's indices read and written again, as an index run does to a level whose documents did
     not change."""
     from granrag_mcp.store.store import vector_file
-    from granrag_mcp.store.vectors import VectorIndex
+    from granrag_mcp.store.vector_index import VectorIndex
 
     def write(current: Path, folder: Path) -> dict[str, Any]:
         if not reencode:
@@ -476,7 +477,7 @@ def narrow_recall(store: Path) -> dict[str, Any]:
     import faiss
 
     from granrag_mcp.store.store import read_current, vector_file
-    from granrag_mcp.store.vectors import VectorIndex
+    from granrag_mcp.store.vector_index import VectorIndex
 
     faiss.omp_set_num_threads(1)
     pointer = read_current(store)

@@ -1,4 +1,4 @@
-"""The store's own vector index at scale: `granrag_mcp.store.vectors.VectorIndex` as the server uses it.
+"""The store's own vector index at scale: `granrag_mcp.store.vector_index.VectorIndex` as the server uses it.
 
 For each data set and size n (default 200k, the ANN threshold, and 1M), dimension 384:
 
@@ -87,8 +87,8 @@ def real_vectors() -> tuple[np.ndarray, np.ndarray]:
         return cached["sentences"], cached["questions"]
     import squad_corpus
 
-    from granrag_mcp.embedding import SentenceTransformerEmbedder
-    from granrag_mcp.sentences import split_sentences
+    from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder
+    from granrag_mcp.indexing.sentences import split_sentences
 
     documents, questions = squad_corpus.load()
     sentences = [text[a:b] for text in documents.values() for a, b in split_sentences(text)]
@@ -164,8 +164,8 @@ def memory() -> dict[str, float]:
 def build_child(args: argparse.Namespace) -> dict[str, Any]:
     import faiss
 
-    from granrag_mcp.store import vectors as store_vectors
-    from granrag_mcp.store.vectors import VectorIndex
+    from granrag_mcp.store import vector_index as store_vectors
+    from granrag_mcp.store.vector_index import VectorIndex
 
     apply_overrides(args)
     work = Path(args.work)
@@ -236,7 +236,7 @@ def build_child(args: argparse.Namespace) -> dict[str, Any]:
 def search_child(args: argparse.Namespace) -> dict[str, Any]:
     import faiss
 
-    from granrag_mcp.store.vectors import VectorIndex
+    from granrag_mcp.store.vector_index import VectorIndex
 
     faiss.omp_set_num_threads(1)
     work = Path(args.work)
@@ -284,7 +284,7 @@ def search_child(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def apply_overrides(args: argparse.Namespace) -> None:
-    from granrag_mcp.store import vectors as store_vectors
+    from granrag_mcp.store import vector_index as store_vectors
 
     if args.threshold:
         store_vectors.ANN_THRESHOLD = args.threshold
@@ -359,7 +359,7 @@ def main() -> None:
 
     import faiss
 
-    from granrag_mcp.store import vectors as store_vectors
+    from granrag_mcp.store import vector_index as store_vectors
 
     info = _common.machine()
     rows: list[dict[str, Any]] = []

@@ -307,11 +307,12 @@ def startup_breakdown_child(store: Path, question: str) -> None:
 
     get_tokenizer(settings.tokenizer)
     step("tiktoken encoding + token byte lengths")
-    from granrag_mcp.engine import identity_for, make_embedder
+    from granrag_mcp.engine import make_embedder
+    from granrag_mcp.store.manifest import identity_for
 
     embedder = make_embedder(settings)
     step("embedding model (imports torch; loads MiniLM)")
-    from granrag_mcp.rerank import load_reranker
+    from granrag_mcp.rerankers import load_reranker
 
     reranker = load_reranker(settings.reranker, embedder, settings.cross_encoder)
     step(f"reranker ({reranker.name})")

@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import squad_corpus  # noqa: E402
-from granrag_mcp.embedding import SentenceTransformerEmbedder, plan_batches  # noqa: E402
-from granrag_mcp.sentences import split_sentences  # noqa: E402
+from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder, plan_batches  # noqa: E402
+from granrag_mcp.indexing.sentences import split_sentences  # noqa: E402
 
 
 def sentences(n: int) -> list[str]:

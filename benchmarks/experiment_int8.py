@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 import squad_corpus  # noqa: E402
-from granrag_mcp.embedding import SentenceTransformerEmbedder  # noqa: E402
-from granrag_mcp.sentences import split_sentences  # noqa: E402
+from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder  # noqa: E402
+from granrag_mcp.indexing.sentences import split_sentences  # noqa: E402
 
 documents, _ = squad_corpus.load()
 sentences = [text[start:end] for text in documents.values() for start, end in split_sentences(text)][:1500]

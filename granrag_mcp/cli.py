@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from pydantic import ValidationError
 
 from granrag_mcp import __version__
 from granrag_mcp.errors import GranragError
+from granrag_mcp.settings import offline_models
 
 log = logging.getLogger("granrag_mcp")
 
@@ -151,8 +151,7 @@ def _configure_logging(level: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    offline_models()
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings(args)
@@ -278,6 +277,7 @@ def cmd_recover(args: argparse.Namespace, settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings) -> int:
+    from granrag_mcp.engine import run_index
     from granrag_mcp.store.store import read_current
 
     if args.index_if_empty is not None and read_current(settings.store) is None:

@@ -8,17 +8,22 @@ from typing import TYPE_CHECKING
 
 import faiss
 
-from granrag_mcp.embedding import Embedder, SentenceTransformerEmbedder, set_model_threads
+from granrag_mcp.embedding.embedder import (
+    Embedder,
+    SentenceTransformerEmbedder,
+    set_model_threads,
+)
 from granrag_mcp.errors import StoreNotFoundError
-from granrag_mcp.rerank import Reranker, load_reranker
+from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.settings import Settings, identity_for
+from granrag_mcp.settings import Settings
+from granrag_mcp.store.manifest import identity_for
 from granrag_mcp.store.live import LiveStore
 from granrag_mcp.store.store import read_current
 from granrag_mcp.tokens import RememberedCounts, get_tokenizer
 
 if TYPE_CHECKING:
-    from granrag_mcp.indexer import IndexSummary
+    from granrag_mcp.indexing.pipeline import IndexSummary
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +32,9 @@ def run_index(
     paths: list[Path], settings: Settings, *, prune: bool = False, rebuild: bool = False, quiet: bool = False
 ) -> IndexSummary:
     """Index `paths` into the settings' store, as `granrag-mcp index` does."""
-    from granrag_mcp.indexer import index_paths  # the serving path never needs the indexing stages
+    from granrag_mcp.indexing.pipeline import (
+        index_paths,  # the serving path never needs the indexing stages
+    )
     from granrag_mcp.progress import Progress
 
     return index_paths(

@@ -1,5 +1,7 @@
 """Errors a user or an agent can act on. Every message says what to do next."""
 
+from pathlib import Path
+
 
 class GranragError(Exception):
     """Base class: the message is shown as-is to the user (CLI) or the model (ToolError)."""
@@ -43,3 +45,12 @@ class StoreWriteError(GranragError):
 
 class StoreAccessError(GranragError):
     """The store's location cannot be used: a file in the way, no permission, or a read-only file system."""
+
+
+class ExtractionError(GranragError):
+    """A document that cannot be turned into text; the index run skips it and goes on."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason

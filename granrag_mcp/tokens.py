@@ -7,8 +7,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from granrag_mcp.errors import ModelLoadError
-
-DEFAULT_ENCODING = "cl100k_base"
+from granrag_mcp.settings import DEFAULT_ENCODING
 
 
 class Tokenizer:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from granrag_mcp.chunk import LEVELS, Chunk
-from granrag_mcp.chunking import ChunkSettings
-from granrag_mcp.indexer import IndexSummary, index_paths
+from granrag_mcp.records import LEVELS, Chunk
+from granrag_mcp.settings import ChunkSettings
+from granrag_mcp.indexing.pipeline import IndexSummary, index_paths
 from granrag_mcp.store.store import Snapshot
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder

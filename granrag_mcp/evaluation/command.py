@@ -215,19 +215,27 @@ def _command_line() -> str:
 
 
 def cmd_eval(args: argparse.Namespace, settings) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from granrag_mcp.engine import Engine, make_embedder
     from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
     from granrag_mcp.evaluation.metrics import first_hit_rank
-    from granrag_mcp.evaluation.qa import check_offsets, load_jsonl, load_squad, sample_questions
+    from granrag_mcp.evaluation.qa import (
+        check_offsets,
+        load_jsonl,
+        load_squad,
+        sample_questions,
+    )
     from granrag_mcp.evaluation.report import format_table, summarise_all, write_report
     from granrag_mcp.evaluation.strategies import (
-        EVAL_LEVELS, NEEDED, CachedEmbedder, MemoReranker, StrategyRunner, prime_reranker,
+        EVAL_LEVELS,
+        NEEDED,
+        CachedEmbedder,
+        MemoReranker,
+        StrategyRunner,
+        prime_reranker,
         uses_embedding_fallback,
     )
     from granrag_mcp.progress import Progress
-    from granrag_mcp.rerank import load_reranker
+    from granrag_mcp.rerankers import load_reranker
     from granrag_mcp.retrieval.view import check_query
     from granrag_mcp.store.store import read_current
 

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from granrag_mcp.levels import FINEST, LEVELS, Level
-from granrag_mcp.embedding import Embedder, ProgressCallback
+from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
 from granrag_mcp.evaluation.metrics import Span
-from granrag_mcp.rerank import EmbeddingReranker, Reranker
+from granrag_mcp.levels import FINEST, LEVELS, Level
+from granrag_mcp.rerankers import EmbeddingReranker, Reranker
 from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rrf import search_rrf

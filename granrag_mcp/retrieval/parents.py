@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from granrag_mcp.chunk import Chunk
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import LEVELS, TOP
+from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.view import View
 
 

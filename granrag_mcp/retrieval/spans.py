@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
-from granrag_mcp.chunk import Chunk
+from granrag_mcp.records import Chunk
 
 HEAVY_OVERLAP = 0.5  # in a window, a neighbour sharing this share of the centre's span is a copy of it
 

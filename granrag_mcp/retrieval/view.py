@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from granrag_mcp.chunk import MAX_QUERY_CHARS, Chunk, parse_chunk_id
-from granrag_mcp.embedding import Embedder
+from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above
-from granrag_mcp.rerank import Reranker
+from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
+from granrag_mcp.rerankers import Reranker
 from granrag_mcp.retrieval.fusion import Contribution
 from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from granrag_mcp.chunk import Chunk
+from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.spans import document_order
 from granrag_mcp.retrieval.view import View
 

@@ -24,8 +24,8 @@ from granrag_mcp.errors import StoreCorruptError, StoreNotFoundError
 from granrag_mcp.server import tools_context, tools_library, tools_search
 from granrag_mcp.server.state import EngineHolder, loading
 from granrag_mcp.server.stdio_relay import StdioRelay
-from granrag_mcp.settings import Settings, identity_for
-from granrag_mcp.store.manifest import Manifest
+from granrag_mcp.settings import Settings
+from granrag_mcp.store.manifest import Manifest, identity_for
 from granrag_mcp.store.store import check_identity, load_manifest, read_current
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def run_server(settings: Settings) -> None:
     if settings.transport == "stdio":
         anyio.run(serve_stdio, server)
     else:
-        from granrag_mcp.http_auth import run_http
+        from granrag_mcp.server.http import run_http
 
         run_http(server, settings)
     if loading():

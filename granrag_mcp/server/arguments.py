@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from granrag_mcp.chunk import MAX_QUERY_CHARS
+from granrag_mcp.records import MAX_QUERY_CHARS
 from granrag_mcp.retrieval.rrf import RRF_LISTS
 
 Query = Annotated[

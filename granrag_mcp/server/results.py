@@ -13,9 +13,9 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from granrag_mcp.errors import GranragError
-from granrag_mcp.models import Hit, RankedResult, SearchResult, render
-from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.retrieval.view import ScoredChunk, View
+from granrag_mcp.server.models import Hit, RankedResult, SearchResult, render
+from granrag_mcp.server.packing import TokenCounter, pack
 
 F = TypeVar("F", bound=Callable[..., Any])
 

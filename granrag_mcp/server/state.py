@@ -21,8 +21,8 @@ from granrag_mcp.settings import Settings
 
 if TYPE_CHECKING:  # the core (torch, FAISS) loads in the engine thread, after `initialize` is answered
     from granrag_mcp.engine import Engine
-    from granrag_mcp.packing import TokenCounter
     from granrag_mcp.retrieval.view import View
+    from granrag_mcp.server.packing import TokenCounter
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,13 @@ import threading
 from types import TracebackType
 from typing import Any, BinaryIO
 
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    jsonrpc_message_adapter,
+)
 from pydantic import ValidationError
 
 log = logging.getLogger(__name__)

@@ -7,12 +7,18 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from granrag_mcp.models import Hit, ParentGroup, ParentsResult, SearchResult, WindowResult
-from granrag_mcp.packing import cut, pack
 from granrag_mcp.retrieval.parents import find_parents
 from granrag_mcp.retrieval.view import ScoredChunk
 from granrag_mcp.retrieval.window import expand_window as window_of
 from granrag_mcp.server.arguments import ChunkId, ChunkIds, MaxTokens
+from granrag_mcp.server.models import (
+    Hit,
+    ParentGroup,
+    ParentsResult,
+    SearchResult,
+    WindowResult,
+)
+from granrag_mcp.server.packing import cut, pack
 from granrag_mcp.server.results import hits_result
 from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools import read_only_tool

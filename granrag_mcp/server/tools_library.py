@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from granrag_mcp.models import DocumentInfo, DocumentList
+from granrag_mcp.server.models import DocumentInfo, DocumentList
 from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools import read_only_tool
 

@@ -8,7 +8,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from granrag_mcp.levels import FINEST, Level
-from granrag_mcp.models import RankedResult, SearchResult
 from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
 from granrag_mcp.retrieval.hrr import hrr_search as hrr
 from granrag_mcp.retrieval.level_search import search_level
@@ -16,6 +15,7 @@ from granrag_mcp.retrieval.rerank import rerank as rerank_ids
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.union import search_union
 from granrag_mcp.server.arguments import ChunkIds, Lexical, MaxTokens, Query, Weights
+from granrag_mcp.server.models import RankedResult, SearchResult
 from granrag_mcp.server.results import hits_result
 from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools import read_only_tool

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from granrag_mcp.chunk import Chunk, Level
+from granrag_mcp.records import Chunk, Level
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (

@@ -7,14 +7,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from granrag_mcp.chunking import ChunkSettings
+from granrag_mcp.settings import ChunkSettings, Settings, VectorMode
 
 FORMAT_NAME = "granrag-store"
 FORMAT_VERSION = 1
 MANIFEST_FILE = "manifest.json"
-
-VectorMode = Literal["mean", "truncate", "windows"]
-
 
 class StoreIdentity(BaseModel):
     """Everything that must match between a store and the process that opens it."""
@@ -55,3 +52,14 @@ class Manifest(BaseModel):
     counts: dict[str, int]
     next_chunk_id: int
     files: dict[str, FileEntry]
+
+
+def identity_for(settings: Settings, dimension: int) -> StoreIdentity:
+    """The store identity these settings ask for, with the embedding model's dimension."""
+    return StoreIdentity(
+        model=settings.model,
+        dimension=dimension,
+        tokenizer=settings.tokenizer,
+        vector_mode=settings.vector_mode,
+        chunking=settings.chunking,
+    )

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import filelock
 
-from granrag_mcp.chunk import LEVELS, Level
+from granrag_mcp.levels import LEVELS, Level
 from granrag_mcp.errors import (
     IndexBusyError,
     StoreAccessError,
@@ -167,7 +167,7 @@ class Snapshot:
         self.manifest = manifest
         self.catalog = Catalog.open_readonly(folder / CATALOG_FILE)
         from granrag_mcp.store.lexical import LexicalIndex  # FAISS loads here, not at import:
-        from granrag_mcp.store.vectors import VectorIndex  # the server answers `initialize` before it needs them
+        from granrag_mcp.store.vector_index import VectorIndex  # the server answers `initialize` before it needs them
 
         self.vectors = {level: VectorIndex.read(folder / vector_file(level)) for level in LEVELS}
         self.lexical = {level: LexicalIndex.read(folder / lexical_file(level)) for level in LEVELS}

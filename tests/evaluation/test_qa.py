@@ -18,7 +18,8 @@ from granrag_mcp.evaluation.qa import (
     sample_questions,
     write_corpus,
 )
-from granrag_mcp.ingest import SourceFile, extract_text
+from granrag_mcp.indexing.discovery import SourceFile
+from granrag_mcp.indexing.extract import extract_text
 from tests.helpers import shared_file
 
 SQUAD = shared_file("datasets/squad-v1.1-dev-a.json")

@@ -10,7 +10,7 @@ import pytest
 
 from granrag_mcp.engine import run_index
 from granrag_mcp.engine import Engine
-from granrag_mcp.rerank import EmbeddingReranker
+from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
@@ -21,7 +21,7 @@ from tests.reliability.support import (
     fake_settings,
     write_small_corpus,
 )
-from tests.test_server import SMALL_CHUNKS
+from tests.server.test_app import SMALL_CHUNKS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -24,14 +24,14 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client import Client
 from mcp_types import CallToolResult
 
-from granrag_mcp.indexer import index_paths
+from granrag_mcp.indexing.pipeline import index_paths
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import CATALOG_FILE, Snapshot, read_current
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
 from tests.helpers import current_chunks
-from tests.test_server import SMALL_CHUNKS, write_corpus
-from tests.test_server_stdio import granrag_command, server_env
+from tests.server.test_app import SMALL_CHUNKS, write_corpus
+from tests.server.test_stdio import granrag_command, server_env
 
 CALL_TIMEOUT = 30.0  # seconds for one tool call; a call that takes longer counts as a hang
 CLI_TIMEOUT = 300.0  # seconds for one CLI run (the real model loads in each)

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from granrag_mcp.models import DATA_NOTICE
+from granrag_mcp.server.models import DATA_NOTICE
 from tests.reliability.conftest import FuzzStore
 from tests.reliability.strategies import Context, invalid_arguments, valid_arguments
 from tests.reliability.support import Session, check_outcome, record, session, text_of
-from tests.test_server import TOOLS
+from tests.server.test_app import TOOLS
 
 # Examples per tool and kind; GRANRAG_FUZZ_EXAMPLES scales them; the slow tests run 10 times as many.
 SCALE = float(os.environ.get("GRANRAG_FUZZ_EXAMPLES", "1"))

@@ -32,8 +32,8 @@ from tests.reliability.support import (
     text_of,
 )
 from tests.reliability.test_bad_input import VALIDATION, expected_error
-from tests.test_server import TOOLS
-from tests.test_server_stdio import granrag_command, server_env
+from tests.server.test_app import TOOLS
+from tests.server.test_stdio import granrag_command, server_env
 
 SCALE = float(os.environ.get("GRANRAG_FUZZ_EXAMPLES", "1"))
 EXAMPLES = int(8 * SCALE)  # per tool, inside and beyond the schema each

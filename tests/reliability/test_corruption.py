@@ -23,7 +23,7 @@ from mcp.client import Client
 from granrag_mcp.cli import main as cli_main
 from granrag_mcp.engine import Engine
 from granrag_mcp.errors import StoreCorruptError
-from granrag_mcp.rerank import EmbeddingReranker
+from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
 from granrag_mcp.store.store import CURRENT_FILE, Snapshot, read_current
 from tests.fakes import FakeEmbedder
@@ -35,7 +35,7 @@ from tests.reliability.support import (
     run_cli,
     write_small_corpus,
 )
-from tests.test_server import run
+from tests.server.test_app import run
 
 DAMAGES = ["truncate-half", "truncate-one-byte", "empty", "bit-flip", "same-size-garbage", "missing"]
 TALLY: dict[str, int] = {"cases": 0, "detected before parsing": 0, "recovered": 0}

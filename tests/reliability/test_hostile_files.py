@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-import granrag_mcp.indexer as indexer
-from granrag_mcp.ingest import discover
+import granrag_mcp.indexing.pipeline as indexer
+from granrag_mcp.indexing.discovery import discover
 from granrag_mcp.progress import Progress
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
 from tests.reliability.support import fake_index, fake_settings, run_cli
-from tests.test_server import SMALL_CHUNKS
+from tests.server.test_app import SMALL_CHUNKS
 
 TEXT = "The harbour crane lifted forty containers before noon. " * 40
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from granrag_mcp.http_auth import MAX_REQUEST_BYTES
+from granrag_mcp.server.http import MAX_REQUEST_BYTES
 from tests.reliability.conftest import RealStore
-from tests.test_server_http import INITIALIZE, MCP_HEADERS, TOKEN, Running, start, stop
+from tests.server.test_http import INITIALIZE, MCP_HEADERS, TOKEN, Running, start, stop
 
 TOOL_CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
              "params": {"name": "list_documents", "arguments": {"limit": 1}}}

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from granrag_mcp.engine import Engine
-from granrag_mcp.models import DATA_NOTICE, fence
-from granrag_mcp.rerank import EmbeddingReranker
-from granrag_mcp.server import build_server
+from granrag_mcp.server.models import DATA_NOTICE, fence
+from granrag_mcp.rerankers import EmbeddingReranker
+from granrag_mcp.server.app import build_server
 from tests.fakes import FakeEmbedder
 from tests.reliability.conftest import FuzzStore
 from tests.reliability.support import INJECTION, Session, fake_index, fake_settings, session, text_of

@@ -21,7 +21,7 @@ from granrag_mcp.store import store as store_module
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.store import TMP_PREFIX, Snapshot, read_current
-from granrag_mcp.store.vectors import VectorIndex
+from granrag_mcp.store.vector_index import VectorIndex
 from tests.helpers import index, write_corpus
 from tests.reliability.support import record
 

@@ -6,9 +6,9 @@ import faiss
 import numpy as np
 import pytest
 
-from granrag_mcp.embedding import normalise
-from granrag_mcp.store import vectors as vectors_module
-from granrag_mcp.store.vectors import VectorIndex
+from granrag_mcp.embedding.embedder import normalise
+from granrag_mcp.store import vector_index as vectors_module
+from granrag_mcp.store.vector_index import VectorIndex
 
 
 def random_vectors(n, d=16, seed=0):

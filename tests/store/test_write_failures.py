@@ -23,7 +23,7 @@ from granrag_mcp.store.durable import write_atomic
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.manifest import MANIFEST_FILE
 from granrag_mcp.store.store import TMP_PREFIX, Snapshot, StoreWriter, read_current
-from granrag_mcp.store.vectors import VectorIndex
+from granrag_mcp.store.vector_index import VectorIndex
 from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
 from tests.store.mounts import fill, read_only_view, resize, small_disk

