@@ -1,10 +1,10 @@
-"""Render the recorded results (benchmarks/results/*.json) as the tables of BENCHMARKS.md.
+"""Render the recorded results (benchmarks/results/*.json) as detailed tables, in benchmarks/results/tables.md.
 
-Only the part between the markers `<!-- BEGIN GENERATED -->` and `<!-- END GENERATED -->` is replaced, so the
-hand-written analysis around it stays. Missing result files are shown as "not run".
+BENCHMARKS.md gives each target's current figure; these tables are the full record behind it. Missing result
+files are shown as "not run".
 
-    .venv/bin/python benchmarks/report.py            # rewrite the generated part of BENCHMARKS.md
-    .venv/bin/python benchmarks/report.py --print    # print it instead
+    .venv/bin/python benchmarks/report.py            # rewrite benchmarks/results/tables.md
+    .venv/bin/python benchmarks/report.py --print    # print the tables instead
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 
-BEGIN, END = "<!-- BEGIN GENERATED -->", "<!-- END GENERATED -->"
-TARGET_FILE = _common.ROOT / "BENCHMARKS.md"
+TARGET_FILE = _common.ROOT / "benchmarks" / "results" / "tables.md"
 SEARCH_TOOLS = ("search_narrow", "search_broad", "search_fused")
 CONTEXT_TOOLS = ("expand_window", "get_parent", "get_chunks")
 
@@ -94,7 +93,7 @@ def section_index(r: dict[str, Any] | None) -> str:
 def store_size(r: dict[str, Any]) -> str:
     chunks = r.get("store_chunks")
     if not chunks:
-        return "size not recorded (before session 3: the SQuAD-A store, 5,729 chunks)"
+        return "size not recorded (the SQuAD-A store alone, 5,729 chunks)"
     levels = ", ".join(f"{chunks[level]:,} {level}" for level in ("broad", "mid", "narrow") if level in chunks)
     return f"{chunks['total']:,} chunks ({levels})"
 
@@ -258,7 +257,7 @@ def section_scale_server(r: dict[str, Any] | None) -> str:
         "how the store's vector and BM25 files were written; `git` is the commit checked out when the run "
         "started, whose working tree held the change being measured (fp16-*: the float16 graphs of 31c39cf; "
         "fp16-bm25-mapped: the mapped, aligned BM25 files of 9fe684e; bm25-fp16-u16: BM25 weights in float16 and "
-        "2-byte rows where they fit, session 4; m16-*: those, queries padded to 16-token shapes, and the narrow "
+        "2-byte rows where they fit; m16-*: those, queries padded to 16-token shapes, and the narrow "
         "graph rebuilt with M 16, searched at efSearch 384 or 512; s6-packed-wire: the m16-ef512 store served by the code of "
         "sessions 5-6, prepacked Linear weights and the event-loop stdio wire, in a slow phase of the machine; s6-quiet: "
         "the same after the wire's review fixes, the machine quiet). Method and the memory split by mapping: "
@@ -418,14 +417,13 @@ def targets(results: dict[str, Any]) -> str:
                 f"{mib(row['index_bytes'])} (not the default yet)", True)
         elif any(row["n"] == 1_000_000 for row in scale["rows"]):
             add("1M chunks with an ANN index (recall@10 >= 0.95): p50 <= 20 ms and < 2 GB", "no config met it", False)
-    return table(["target (issue 6)", "measured", "status", "note"], rows)
+    return table(["target", "measured", "status", "note"], rows)
 
 
 def render() -> str:
     results = {name: load(name) for name in ("index", "tools", "scale", "scale_store", "scale_server",
                                              "peer_llamaindex", "peer_index")}
     return "\n\n".join([
-        BEGIN,
         "## Machine",
         section_machine(results),
         "## Targets",
@@ -439,14 +437,13 @@ def render() -> str:
         section_scale_server(results["scale_server"]),
         "### The store's own index by size (`bench_scale_store.py`)",
         section_scale_store(results["scale_store"]),
-        "### Index types compared (`bench_scale.py`, session 1, before the store chose by size)",
+        "### Index types compared (`bench_scale.py`)",
         section_scale(results["scale"]),
         "## 4. LlamaIndex peer (`bench_peer_llamaindex.py`)",
         "### Build time, latest run",
         section_peer_index(results["peer_index"]),
         "### Build time and retrieval quality, full run",
         section_peer(results["peer_llamaindex"]),
-        END,
     ])
 
 
@@ -458,12 +455,7 @@ def main() -> None:
     if args.print:
         print(generated)
         return
-    text = TARGET_FILE.read_text(encoding="utf-8") if TARGET_FILE.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in text or END not in text:
-        text = text.rstrip() + f"\n\n{BEGIN}\n{END}\n"
-    before, rest = text.split(BEGIN, 1)
-    _, after = rest.split(END, 1)
-    TARGET_FILE.write_text(before + generated + after, encoding="utf-8")
+    TARGET_FILE.write_text("# Benchmark tables\n\n" + generated.strip() + "\n", encoding="utf-8")
     print(f"updated {TARGET_FILE}")
 
 
