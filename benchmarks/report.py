@@ -258,8 +258,8 @@ def section_scale_server(r: dict[str, Any] | None) -> str:
         "started, whose working tree held the change being measured (fp16-*: the float16 graphs of 31c39cf; "
         "fp16-bm25-mapped: the mapped, aligned BM25 files of 9fe684e; bm25-fp16-u16: BM25 weights in float16 and "
         "2-byte rows where they fit; m16-*: those, queries padded to 16-token shapes, and the narrow "
-        "graph rebuilt with M 16, searched at efSearch 384 or 512; s6-packed-wire: the m16-ef512 store served by the code of "
-        "sessions 5-6, prepacked Linear weights and the event-loop stdio wire, in a slow phase of the machine; s6-quiet: "
+        "graph rebuilt with M 16, searched at efSearch 384 or 512; s6-packed-wire: the m16-ef512 store served with "
+        "prepacked Linear weights and an event-loop stdio wire (both since removed), in a slow phase of the machine; s6-quiet: "
         "the same after the wire's review fixes, the machine quiet). Method and the memory split by mapping: "
         "[results/scale_server.md](benchmarks/results/scale_server.md).", "",
         table(["run", "git", "load before", "search_narrow p50 ms", "search_broad p50 ms", "search_fused p50 ms",
