@@ -69,8 +69,11 @@ class RememberedCounts:
     def __init__(self, tokenizer: Tokenizer, size: int = 8192, boundary_size: int = 1024) -> None:
         self.name = tokenizer.name
         self._tokenizer = tokenizer
-        self.count = lru_cache(maxsize=size)(tokenizer.count)  # thread-safe; keyed by the text itself
+        self._count = lru_cache(maxsize=size)(tokenizer.count)  # thread-safe; keyed by the text itself
         self._boundaries = lru_cache(maxsize=boundary_size)(self._read_only_boundaries)
+
+    def count(self, text: str) -> int:
+        return self._count(text)
 
     def _read_only_boundaries(self, text: str) -> np.ndarray:
         offsets = self._tokenizer.boundaries(text)

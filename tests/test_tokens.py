@@ -44,7 +44,7 @@ def test_remembered_counts_agree_with_the_tokenizer_and_count_each_text_once() -
     texts = ["The main span is 412 metres long.", "Zürich 漢字 🙂", "a"]
     assert [remembered.count(t) for t in texts] == [tokenizer.count(t) for t in texts]
     remembered.count(texts[2])
-    assert remembered.count.cache_info().hits == 1
+    assert remembered._count.cache_info().hits == 1
     assert list(remembered.boundaries(texts[1])) == list(tokenizer.boundaries(texts[1]))
 
 

@@ -178,4 +178,4 @@ class BertMeanEncoder:
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        return [tuple(offset) for offset in encoding.offsets]
+        return [(int(start), int(end)) for start, end in encoding.offsets]

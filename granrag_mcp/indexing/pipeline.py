@@ -25,7 +25,8 @@ from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
 from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.progress import Progress
-from granrag_mcp.records import LEVELS, Chunk, ChunkSpan, Level
+from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
+from granrag_mcp.records import Chunk, ChunkSpan
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
@@ -267,8 +268,9 @@ def _assign_ids(docs: list[_NewDocument], next_id: int) -> tuple[dict[Level, lis
             chunk_id = next_id
             next_id += 1
             ids_by_level[span.level][span.seq] = chunk_id
-            parent_level = {"broad": None, "mid": "broad", "narrow": "mid"}[span.level]
-            parent_id = ids_by_level[parent_level][span.parent_seq] if parent_level else None
+            parent_level = parent_of(span.level)
+            parent_id = ids_by_level[parent_level][span.parent_seq] if parent_level and span.parent_seq is not None \
+                else None
             out[span.level].append(
                 Chunk(
                     chunk_id, doc.source.doc_id, span.level, span.seq, span.start, span.end,
@@ -285,25 +287,22 @@ def _embed(
     mode: VectorMode,
     progress: Progress,
 ) -> dict[Level, np.ndarray]:
-    narrow = chunks["narrow"]
-    progress.message(
-        f"embedding {len(narrow)} sentences, {len(chunks['mid'])} mid and {len(chunks['broad'])} broad chunks "
-        f"from {len(docs)} documents (vector mode: {mode})"
-    )
-    narrow_vectors = embedder.embed([c.text for c in narrow], progress=progress.callback("embedding sentences"))
-    weights = np.array([max(c.token_count, 1) for c in narrow], dtype=np.float32)
-    row_of = {c.id: row for level in ("mid", "broad") for row, c in enumerate(chunks[level])}
-    narrow_parent = np.array([row_of[c.parent_id] for c in narrow], dtype=np.int64)
-    mid_vectors, mid_sums = level_vectors(
-        mode, embedder, [c.text for c in chunks["mid"]], narrow_vectors * weights[:, None], narrow_parent,
-        progress=progress.callback("embedding mid chunks"),
-    )
-    mid_parent = np.array([row_of[c.parent_id] for c in chunks["mid"]], dtype=np.int64)
-    broad_vectors, _ = level_vectors(
-        mode, embedder, [c.text for c in chunks["broad"]], mid_sums, mid_parent,
-        progress=progress.callback("embedding broad chunks"),
-    )
-    return {"broad": broad_vectors, "mid": mid_vectors, "narrow": narrow_vectors}
+    finest = chunks[FINEST]
+    sizes = ", ".join(f"{len(chunks[level])} {level}" for level in LEVELS)
+    progress.message(f"embedding {sizes} chunks from {len(docs)} documents (vector mode: {mode})")
+    vectors = {FINEST: embedder.embed([c.text for c in finest], progress=progress.callback("embedding sentences"))}
+    # Each coarser level pools the token-weighted sums of its children (or embeds its own text; see chunk_vectors).
+    sums = vectors[FINEST] * np.array([max(c.token_count, 1) for c in finest], dtype=np.float32)[:, None]
+    row_of = {c.id: row for level in LEVELS if level != FINEST for row, c in enumerate(chunks[level])}
+    child: Level = FINEST
+    while (level := parent_of(child)) is not None:
+        parent_rows = np.array([row_of[c.parent_id] for c in chunks[child] if c.parent_id is not None], dtype=np.int64)
+        vectors[level], sums = level_vectors(
+            mode, embedder, [c.text for c in chunks[level]], sums, parent_rows,
+            progress=progress.callback(f"embedding {level} chunks"),
+        )
+        child = level
+    return vectors
 
 
 def _write_generation(
@@ -341,7 +340,7 @@ def _write_generation(
             level_chunks = catalog.chunks_of_level(level)
             lexical = LexicalIndex.build([c.id for c in level_chunks], [c.text for c in level_chunks])
             lexical.write(folder / lexical_file(level))
-        counts = {level: catalog.level_counts().get(level, 0) for level in LEVELS}
+        counts: dict[str, int] = {level: catalog.level_counts().get(level, 0) for level in LEVELS}
         counts["documents"] = catalog.count_documents()
     finally:
         catalog.close()

@@ -67,7 +67,7 @@ def hrr_search(
     weights: Mapping[str, float] | None = None,
 ) -> RerankResult:
     reranker, candidates = hrr_candidates(view, query, sentence_k, mid_k, rerank_n, weights)
-    parents = view.catalog.chunks(list({h.chunk.parent_id for h in candidates}))
+    parents = view.catalog.chunks(list({h.chunk.parent_id for h in candidates if h.chunk.parent_id is not None}))
     out: dict[int, ScoredChunk] = {}
     for hit in candidates:
         parent_id = hit.chunk.parent_id

@@ -123,7 +123,7 @@ class View:
             climbing = {orig: at for orig, at in current.items() if at in known and known[at][0] != level}
             if not climbing:
                 return {orig: at for orig, at in current.items() if at in known}
-            parents = {known[at][1] for at in climbing.values()} - {None}
+            parents = {parent for at in climbing.values() if (parent := known[at][1]) is not None}
             known.update(self.catalog.outline([i for i in parents if i not in known]))
             for orig, at in climbing.items():
                 parent = known[at][1]
@@ -166,7 +166,7 @@ class View:
         for chunk_id, ids in zip(unique, members):
             ranked = [i for i in ids if evidence and i in evidence]
             if ranked:
-                chosen[chunk_id] = min(ranked, key=evidence.__getitem__)  # type: ignore[union-attr]
+                chosen[chunk_id] = min(ranked, key=lambda i: evidence[i] if evidence else 0)
             elif ids:
                 unranked.append((chunk_id, ids))
         if unranked:  # the closest descendant by vector, all candidates read from the index at once

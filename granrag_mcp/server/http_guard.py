@@ -19,6 +19,7 @@ import errno
 import json
 import logging
 import time
+from collections.abc import MutableMapping
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -111,7 +112,7 @@ class ConnectionGuard:
 
         async def tracked(scope: Scope, receive: Receive, send: Send) -> None:
             client = scope.get("client") if scope["type"] == "http" else None
-            connection = self.connections.get(tuple(client)) if client else None  # type: ignore[arg-type]
+            connection = self.connections.get(tuple(client)) if client else None
             if connection is None:
                 await app(scope, receive, send)
                 return
@@ -119,7 +120,7 @@ class ConnectionGuard:
             if not has_body(scope):
                 connection.body_received()
 
-            async def body(receive: Receive = receive) -> dict[str, Any]:
+            async def body(receive: Receive = receive) -> MutableMapping[str, Any]:
                 message = await receive()
                 if message["type"] != "http.request" or not message.get("more_body"):
                     connection.body_received()

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 MIN_CUT_TOKENS = 1
 """A text is cut rather than left out when at least this many tokens of budget remain."""
 
@@ -17,7 +19,7 @@ MIN_CUT_TOKENS = 1
 class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
-    def boundaries(self, text: str) -> Sequence[int]:
+    def boundaries(self, text: str) -> np.ndarray:
         """``n_tokens + 1`` character offsets, from 0 to ``len(text)``."""
         ...
 

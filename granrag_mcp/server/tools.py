@@ -10,7 +10,7 @@ from mcp_types import ToolAnnotations
 
 from granrag_mcp.server.results import F, description, presented, tool_errors
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
 def read_only_tool(server: MCPServer, title: str) -> Callable[[F], F]:

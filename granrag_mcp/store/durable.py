@@ -31,13 +31,13 @@ def fsync_dir(path: Path) -> None:
 
 def fsync_tree(root: Path) -> None:
     """Flush every file, then every folder (deepest first), so a rename of `root` publishes complete data."""
-    folders = []
+    folders: list[Path] = []
     for folder, _, files in os.walk(root):
         folders.append(Path(folder))
         for name in files:
             fsync_file(Path(folder) / name)
-    for folder in reversed(folders):
-        fsync_dir(folder)
+    for walked in reversed(folders):
+        fsync_dir(walked)
 
 
 def write_atomic(path: Path, data: bytes, sync_dir: bool = True) -> None:

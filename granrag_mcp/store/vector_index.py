@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import faiss
 import numpy as np
@@ -63,6 +63,8 @@ top-10 hits of the same 1M graph (benchmarks/results/scale_server.md). Flat indi
 BUILD_BATCH = 65_536  # rows copied at a time when an index is rebuilt from another's storage
 TOMBSTONE = -1
 _MMAP_FLAG = getattr(faiss, "IO_FLAG_MMAP_IFC", 0)
+FAISS: Any = faiss
+"""FAISS, for what its stubs do not declare (search parameters of HNSW, the fp16 scalar quantizer's signature)."""
 
 
 class VectorIndex:
@@ -77,10 +79,11 @@ class VectorIndex:
     ) -> None:
         """Wrap an `IndexIDMap2` over `IndexFlatIP`, `IndexHNSWFlat` or a float16 `IndexHNSWSQ`. `path` and
         `mapped`: where a mapped index was read from, so that a change can first make a private copy."""
-        self._index = index if isinstance(index, faiss.IndexIDMap2) else faiss.downcast_index(index)
+        # FAISS's stubs declare the SWIG base classes only (no `hnsw`, `id_map`, `storage`), so the indices are Any.
+        self._index: Any = index if isinstance(index, faiss.IndexIDMap2) else FAISS.downcast_index(index)
         if not isinstance(self._index, faiss.IndexIDMap2):
             raise TypeError(f"expected an IndexIDMap2, got {type(self._index).__name__}")
-        self._inner = faiss.downcast_index(self._index.index)
+        self._inner: Any = FAISS.downcast_index(self._index.index)
         self._kind, self._storage = _kind_and_storage(self._inner)
         self.threshold = max(1, ANN_THRESHOLD if threshold is None else int(threshold))
         self._ef_search = HNSW_EF_SEARCH if ef_search is None else int(ef_search)
@@ -91,7 +94,7 @@ class VectorIndex:
             self._inner.hnsw.efSearch = self._ef_search  # for direct FAISS use; `search` passes its own
             self._tombstones = int(np.count_nonzero(faiss.vector_to_array(self._index.id_map) == TOMBSTONE))
         self._live_only = faiss.IDSelectorRange(0, np.iinfo(np.int64).max)  # chunk ids are positive
-        self._params: faiss.SearchParametersHNSW | None = None
+        self._params: Any = None  # faiss.SearchParametersHNSW, which the stubs do not declare
 
     @classmethod
     def empty(cls, dimension: int, *, threshold: int | None = None, ef_search: int | None = None) -> VectorIndex:
@@ -217,10 +220,10 @@ class VectorIndex:
 
     # internals
 
-    def _search_params(self, k: int) -> faiss.SearchParametersHNSW:
+    def _search_params(self, k: int) -> Any:
         if k <= self.ef_search and self._params is not None:
             return self._params
-        params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
+        params = FAISS.SearchParametersHNSW(efSearch=max(self.ef_search, k))
         if self._tombstones:
             params.sel = self._live_only  # the id map translates it: rows whose id is -1 are skipped
         if k <= self.ef_search:
@@ -260,14 +263,14 @@ def _flat(dimension: int) -> faiss.IndexIDMap2:
 
 
 def _hnsw(dimension: int) -> faiss.IndexIDMap2:
-    inner = faiss.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_fp16, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    inner = FAISS.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_fp16, HNSW_M, faiss.METRIC_INNER_PRODUCT)
     inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
     return _id_map(inner)
 
 
-def _kind_and_storage(inner: faiss.Index) -> tuple[Kind, Storage]:
+def _kind_and_storage(inner: Any) -> tuple[Kind, Storage]:
     if isinstance(inner, faiss.IndexHNSWSQ):
-        quantizer = faiss.downcast_index(inner.storage).sq
+        quantizer = FAISS.downcast_index(inner.storage).sq
         if quantizer.qtype == faiss.ScalarQuantizer.QT_fp16 and inner.metric_type == faiss.METRIC_INNER_PRODUCT:
             return "hnsw", "fp16"
     elif isinstance(inner, faiss.IndexFlat):
@@ -275,7 +278,7 @@ def _kind_and_storage(inner: faiss.Index) -> tuple[Kind, Storage]:
     raise TypeError(f"unsupported FAISS index {type(inner).__name__} inside the id map")
 
 
-def _id_map(inner: faiss.Index) -> faiss.IndexIDMap2:
+def _id_map(inner: Any) -> faiss.IndexIDMap2:
     """The id map owns the inner index (as one read from a file does), so no Python reference must keep it alive."""
     index = faiss.IndexIDMap2(inner)
     inner.this.disown()
