@@ -44,7 +44,7 @@ class FileEntry(BaseModel):
 
 
 class Manifest(BaseModel):
-    format: Literal["granrag-store"] = FORMAT_NAME
+    format: Literal["granrag-store"] = "granrag-store"
     format_version: int = FORMAT_VERSION
     generation: int = Field(ge=1)
     created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
