@@ -82,7 +82,7 @@ def server_params(store: Path):
 
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "GRANRAG_LOG_LEVEL": "WARNING"}
-    for name in ("PATH", "HOME", "GRANRAG_RERANKER", "GRANRAG_CROSS_ENCODER"):
+    for name in ("PATH", "HOME", "PYTHONPATH", "GRANRAG_RERANKER", "GRANRAG_CROSS_ENCODER"):
         if name in os.environ:
             env[name] = os.environ[name]
     if SERVER_THREADS is not None:
