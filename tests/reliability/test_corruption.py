@@ -175,7 +175,7 @@ def test_a_damaged_current_pointer(store: Path, content: bytes, monkeypatch: pyt
 
 def test_both_generations_damaged_says_to_rebuild(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     damage(store / "gen-000002" / "mid.faiss", "bit-flip", random.Random(1))
-    damage(store / "gen-000001" / "narrow.bm25.npz", "truncate-half", random.Random(2))
+    damage(store / "gen-000001" / "narrow.bm25.data.npy", "truncate-half", random.Random(2))
     code, _, lines = cli(capsys, "recover", "--store", str(store))
     assert code == 1
     assert "no intact generation" in one_error_line(lines) and "--rebuild" in lines[0]
@@ -184,7 +184,7 @@ def test_both_generations_damaged_says_to_rebuild(store: Path, capsys: pytest.Ca
 
 
 @pytest.mark.parametrize("victim, kind", [("broad.faiss", "truncate-half"), ("catalog.sqlite", "bit-flip"),
-                                          ("mid.bm25.npz", "empty"), ("manifest.json", "truncate-one-byte")])
+                                          ("mid.bm25.indices.npy", "empty"), ("manifest.json", "truncate-one-byte")])
 def test_the_real_cli_prints_one_line_and_exits_1(store: Path, victim: str, kind: str) -> None:
     settings = fake_settings(store)
     damage(store / "gen-000002" / victim, kind, random.Random(0))
