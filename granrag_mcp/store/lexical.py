@@ -5,6 +5,11 @@ as its three CSC arrays, each a plain .npy file, and a large stored index is mem
 million chunks a level the arrays are ~125 MB, which would otherwise sit in the server's private memory. The
 vocabulary is stored sorted, so a term is found by binary search in the mapped array, not through a dict of
 every term.
+
+Kept rather than the bm25s library, which computes the same scores from the same tokens: at a million chunks
+(benchmarks/bench_lexical.py) this builds in about three quarters of the time at 60% of the peak memory, opens
+in milliseconds with 75 MiB less resident memory (bm25s reads its whole vocabulary into a dict), and searches as
+fast as bm25s's scoring alone (12 times faster than its `retrieve`).
 """
 
 from __future__ import annotations
