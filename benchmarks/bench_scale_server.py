@@ -355,7 +355,7 @@ def rewrite_vectors(keep: Path, seed: int, reencode: bool) -> dict[str, Any]:
 def rewrite_lexical(keep: Path) -> dict[str, Any]:
     """BM25 files rebuilt from the catalog's chunk texts by the current `LexicalIndex` code."""
     from granrag_mcp.store.catalog import Catalog
-    from granrag_mcp.store.lexical import LexicalIndex
+    from granrag_mcp.store.lexical import LexicalIndex, array_files
     from granrag_mcp.store.store import CATALOG_FILE, lexical_file
 
     def write(current: Path, folder: Path) -> dict[str, Any]:
@@ -364,13 +364,13 @@ def rewrite_lexical(keep: Path) -> dict[str, Any]:
         for level in ("broad", "mid", "narrow"):
             chunks = catalog.chunks_of_level(level)
             LexicalIndex.build([c.id for c in chunks], [c.text for c in chunks]).write(folder / lexical_file(level))
-            sizes[level] = (folder / lexical_file(level)).stat().st_size
+            sizes[level] = sum(file.stat().st_size for file in array_files(folder / lexical_file(level)))
             log(f"{level}: BM25 of {len(chunks)} chunks, {sizes[level]} bytes")
             del chunks
         catalog.close()
         return sizes
 
-    return rewrite_generation(keep, ".bm25.npz", write)
+    return rewrite_generation(keep, ".npy", write)  # only the BM25 arrays are .npy files
 
 
 # the server session
@@ -491,15 +491,17 @@ def narrow_recall(store: Path) -> dict[str, Any]:
 
 
 def bm25_sizes(store: Path) -> dict[str, float]:
-    """MiB of the arrays each level's BM25 index holds in memory once loaded (not mappable: np.load of an npz)."""
+    """MiB of the arrays of each level's BM25 index, and its number of terms."""
+    from granrag_mcp.store.lexical import ARRAYS, array_files
     from granrag_mcp.store.store import lexical_file, read_current
 
     folder = store / read_current(store).generation
     out = {}
     for level in ("broad", "mid", "narrow"):
-        with np.load(folder / lexical_file(level)) as arrays:
-            out[level] = round(sum(arrays[k].nbytes for k in arrays.files) / 2**20, 1)
-            out[f"{level}_vocabulary_terms"] = int(arrays["vocabulary"].shape[0])
+        files = array_files(folder / lexical_file(level))
+        arrays = {name: np.load(file, mmap_mode="r") for name, file in zip(ARRAYS, files)}
+        out[level] = round(sum(array.nbytes for array in arrays.values()) / 2**20, 1)
+        out[f"{level}_vocabulary_terms"] = int(arrays["vocabulary"].shape[0])
     return out
 
 

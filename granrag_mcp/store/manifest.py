@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from granrag_mcp.settings import ChunkSettings, Settings, VectorMode
 
 FORMAT_NAME = "granrag-store"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: a level's BM25 index is plain .npy files (1 kept it in one .npz). A store of another version is rebuilt."""
 MANIFEST_FILE = "manifest.json"
 
 class StoreIdentity(BaseModel):

@@ -7,7 +7,7 @@ Layout of a store folder::
         manifest.json       identity, counts and a checksum for every file below
         catalog.sqlite      documents and chunk metadata
         broad.faiss mid.faiss narrow.faiss
-        broad.bm25.npz mid.bm25.npz narrow.bm25.npz
+        broad.bm25.*.npy mid.bm25.*.npy narrow.bm25.*.npy    one plain .npy file per BM25 array
     gen-000006/             the previous generation, kept as a fallback
     writer.lock             held by the one process that may commit
     .tmp-gen-000008-<pid>/  a generation being built (a leftover if its writer died)
@@ -58,7 +58,8 @@ def vector_file(level: Level) -> str:
 
 
 def lexical_file(level: Level) -> str:
-    return f"{level}.bm25.npz"
+    """The name a level's BM25 index is written under: its arrays are the files `<name>.<array>.npy`."""
+    return f"{level}.bm25"
 
 
 def generation_name(number: int) -> str:
@@ -367,6 +368,8 @@ class StoreWriter:
             try:
                 data = manifest_path.read_bytes()
                 manifest = Manifest.model_validate_json(data)
+                if manifest.format_version != FORMAT_VERSION:  # this code cannot read it
+                    raise StoreMismatchError(f"format version {manifest.format_version}, not {FORMAT_VERSION}")
                 verify_files(self.root, self.root / name, manifest)
             except Exception as exc:  # any damage disqualifies the candidate
                 log.warning("generation %s is not usable: %s", name, exc)

@@ -36,8 +36,10 @@ from tests.server.test_stdio import granrag_command, server_env
 CALL_TIMEOUT = 30.0  # seconds for one tool call; a call that takes longer counts as a hang
 CLI_TIMEOUT = 300.0  # seconds for one CLI run (the real model loads in each)
 STORE_FILES = [
-    "catalog.sqlite", "broad.faiss", "mid.faiss", "narrow.faiss", "broad.bm25.npz", "mid.bm25.npz",
-    "narrow.bm25.npz", "manifest.json",
+    "catalog.sqlite", "broad.faiss", "mid.faiss", "narrow.faiss", "manifest.json",
+    # every BM25 array, spread over the levels (each level has all five)
+    "broad.bm25.ids.npy", "broad.bm25.vocabulary.npy", "mid.bm25.data.npy", "mid.bm25.indices.npy",
+    "narrow.bm25.indptr.npy",
 ]
 
 # Text written to look like instructions to the model: it must come back as quoted data with its source.

@@ -143,7 +143,7 @@ def test_damage_is_caught_before_parsing_and_recovered(store: Path, victim: str,
     assert (code, out.strip()) == (0, f"gen-000001 is current again in {store}"), lines
     spy.calls.clear()
     snapshot = Snapshot.open(store)
-    assert snapshot.generation == 1 and len(spy.calls) == 7  # all seven data files, each parsed once, after checks
+    assert snapshot.generation == 1 and len(spy.calls) == len(snapshot.manifest.files)  # each parsed once, after checks
     snapshot.close()
     code, out, _ = cli(capsys, "status", "--store", str(store))
     assert code == 0 and "generation  1" in out
@@ -175,7 +175,7 @@ def test_a_damaged_current_pointer(store: Path, content: bytes, monkeypatch: pyt
 
 def test_both_generations_damaged_says_to_rebuild(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     damage(store / "gen-000002" / "mid.faiss", "bit-flip", random.Random(1))
-    damage(store / "gen-000001" / "narrow.bm25.npz", "truncate-half", random.Random(2))
+    damage(store / "gen-000001" / "narrow.bm25.data.npy", "truncate-half", random.Random(2))
     code, _, lines = cli(capsys, "recover", "--store", str(store))
     assert code == 1
     assert "no intact generation" in one_error_line(lines) and "--rebuild" in lines[0]
@@ -184,7 +184,7 @@ def test_both_generations_damaged_says_to_rebuild(store: Path, capsys: pytest.Ca
 
 
 @pytest.mark.parametrize("victim, kind", [("broad.faiss", "truncate-half"), ("catalog.sqlite", "bit-flip"),
-                                          ("mid.bm25.npz", "empty"), ("manifest.json", "truncate-one-byte")])
+                                          ("mid.bm25.indices.npy", "empty"), ("manifest.json", "truncate-one-byte")])
 def test_the_real_cli_prints_one_line_and_exits_1(store: Path, victim: str, kind: str) -> None:
     settings = fake_settings(store)
     damage(store / "gen-000002" / victim, kind, random.Random(0))

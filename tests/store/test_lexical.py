@@ -1,7 +1,11 @@
+import math
+import random
+
 import numpy as np
+import pytest
 
 from granrag_mcp.store import lexical
-from granrag_mcp.store.lexical import LexicalIndex, analyse, row_type
+from granrag_mcp.store.lexical import ARRAYS, LexicalIndex, analyse, array_files, row_type
 
 TEXTS = [
     "The quasar emits radio waves.",
@@ -33,72 +37,88 @@ def test_search_caps_k_and_ignores_unknown_or_stopword_queries():
 
 def test_round_trip_gives_identical_results(tmp_path):
     index = LexicalIndex.build([5, 6, 7, 8], TEXTS)
-    index.write(tmp_path / "x.bm25.npz")
-    loaded = LexicalIndex.read(tmp_path / "x.bm25.npz")
+    index.write(tmp_path / "x.bm25")
+    loaded = LexicalIndex.read(tmp_path / "x.bm25")
     assert np.array_equal(loaded.ids, index.ids)
     for query in ("quasar radio", "bread oven", "galaxies"):
         assert loaded.search(query, 4) == index.search(query, 4)
 
 
-def test_empty_index_answers_nothing(tmp_path):
-    index = LexicalIndex.build([], [])
-    index.write(tmp_path / "e.npz")
-    assert LexicalIndex.read(tmp_path / "e.npz").search("anything", 3) == []
+@pytest.mark.parametrize("map_from_bytes", [0, 10**9])
+def test_empty_index_answers_nothing(tmp_path, map_from_bytes):
+    LexicalIndex.build([], []).write(tmp_path / "e.bm25")
+    assert LexicalIndex.read(tmp_path / "e.bm25", map_from_bytes=map_from_bytes).search("anything", 3) == []
 
 
 QUERIES = ("quasar radio", "bread oven", "galaxies", "telescopes observe", "zzzz", "a" * 40 + " radio")
 MORE_TEXTS = TEXTS + [f"Spectrum line {i} of the quasar catalogue, entry {i * 7} near galaxy {i % 5}." for i in range(60)]
 
 
-def test_a_mapped_index_reads_its_arrays_from_the_file_and_answers_the_same(tmp_path):
+def test_an_index_is_written_as_one_plain_npy_file_per_array(tmp_path):
+    index = LexicalIndex.build(list(range(100, 100 + len(MORE_TEXTS))), MORE_TEXTS)
+    index.write(tmp_path / "m.bm25")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"m.bm25.{name}.npy" for name in ARRAYS)
+    assert [p.name for p in array_files(tmp_path / "m.bm25")] == [f"m.bm25.{name}.npy" for name in ARRAYS]
+    for name in ARRAYS:  # files any numpy reads, no pickled objects
+        assert np.array_equal(np.load(tmp_path / f"m.bm25.{name}.npy", allow_pickle=False), getattr(index, name))
+
+
+def test_a_mapped_index_reads_its_arrays_from_the_files_and_answers_the_same(tmp_path):
     index = LexicalIndex.build(list(range(100, 100 + len(MORE_TEXTS))), MORE_TEXTS)
     assert list(index.vocabulary) == sorted(index.vocabulary)
-    index.write(tmp_path / "m.npz")
-    mapped = LexicalIndex.read(tmp_path / "m.npz", map_from_bytes=0)
+    index.write(tmp_path / "m.bm25")
+    mapped = LexicalIndex.read(tmp_path / "m.bm25", map_from_bytes=0)
     for array in (mapped.data, mapped.indices, mapped.indptr, mapped.vocabulary, mapped.ids):
         assert not array.flags.owndata and not array.flags.writeable  # a view of the file's pages
-        assert array.ctypes.data % 64 == 0  # members are aligned: numpy is slow on unaligned arrays
-    with np.load(tmp_path / "m.npz") as plain:  # still a file np.load reads
-        assert np.array_equal(plain["data"], index.data) and np.array_equal(plain["vocabulary"], index.vocabulary)
+        assert type(array) is np.ndarray  # not np.memmap, whose every slice costs
+        assert array.ctypes.data % 64 == 0  # aligned: numpy is slow on unaligned arrays
+    in_memory = LexicalIndex.read(tmp_path / "m.bm25", map_from_bytes=10**9)
+    assert in_memory.data.flags.writeable
     for query in QUERIES:
-        assert mapped.search(query, 10) == index.search(query, 10)
+        assert mapped.search(query, 10) == index.search(query, 10) == in_memory.search(query, 10)
 
 
-def test_an_index_written_before_the_vocabulary_was_sorted_still_answers_the_same(tmp_path):
-    index = LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS)
-    # The earlier layout: terms in first-seen order (columns permuted to match), no vocabulary_sorted flag.
-    first_seen = list(dict.fromkeys(t for text in MORE_TEXTS for t in analyse(text)))
-    column = {term: j for j, term in enumerate(index.vocabulary.tolist())}
-    order = [column[term] for term in first_seen]
-    lengths = np.diff(index.indptr)[order]
-    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(index.indptr.dtype)
-    pieces = [np.arange(index.indptr[j], index.indptr[j + 1]) for j in order]
-    stored = np.concatenate(pieces)
-    with open(tmp_path / "old.npz", "wb") as handle:
-        np.savez(handle, ids=index.ids, vocabulary=np.array(first_seen, dtype=str), data=index.data[stored],
-                 indices=index.indices[stored], indptr=indptr,
-                 shape=np.asarray([len(index.ids), len(first_seen)], dtype=np.int64))
-    for threshold in (0, 10**9):  # np.savez does not align its members, so both read it into memory
-        old = LexicalIndex.read(tmp_path / "old.npz", map_from_bytes=threshold)
-        assert old.data.flags.writeable
-        for query in QUERIES:
-            assert old.search(query, 10) == index.search(query, 10)
-    old.write(tmp_path / "again.npz")  # written again: aligned, but its vocabulary still unsorted, and says so
-    again = LexicalIndex.read(tmp_path / "again.npz", map_from_bytes=0)
-    assert not again.data.flags.writeable
-    for query in QUERIES:
-        assert again.search(query, 10) == index.search(query, 10)
+def test_a_missing_array_file_is_not_read_as_an_empty_index(tmp_path):
+    LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS).write(tmp_path / "m.bm25")
+    (tmp_path / "m.bm25.indices.npy").unlink()
+    with pytest.raises(FileNotFoundError):
+        LexicalIndex.read(tmp_path / "m.bm25")
 
 
-def test_a_compressed_file_is_read_into_memory(tmp_path):
-    index = LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS)
-    with open(tmp_path / "z.npz", "wb") as handle:
-        np.savez_compressed(handle, ids=index.ids, vocabulary=index.vocabulary, data=index.data,
-                            indices=index.indices, indptr=index.indptr, vocabulary_sorted=np.asarray(True))
-    loaded = LexicalIndex.read(tmp_path / "z.npz", map_from_bytes=0)
-    assert loaded.data.flags.writeable  # read into memory: mapped arrays are read-only
-    for query in QUERIES:
-        assert loaded.search(query, 10) == index.search(query, 10)
+def brute_force_bm25(texts: list[str], query: str, k1: float, b: float) -> dict[int, float]:
+    """Okapi BM25 straight from its definition (Lucene's idf), one document at a time; zero scores left out."""
+    documents = [analyse(text) for text in texts]
+    average = sum(map(len, documents)) / len(documents)
+    scores = {}
+    for row, terms in enumerate(documents):
+        score = 0.0
+        for term in set(analyse(query)):
+            tf = terms.count(term)
+            if tf:
+                df = sum(term in other for other in documents)
+                idf = math.log(1 + (len(documents) - df + 0.5) / (df + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(terms) / average))
+        if score > 0:
+            scores[row] = score
+    return scores
+
+
+@pytest.mark.parametrize("k1, b", [(1.2, 0.75), (0.9, 0.4), (2.0, 1.0)])
+def test_scores_are_okapi_bm25_as_defined(tmp_path, k1, b):
+    rng = random.Random(f"{k1}-{b}")
+    words = ["quasar", "radio", "galaxy", "oven", "bread", "survey", "spectrum", "line", "star", "dust", "comet"]
+    texts = [" ".join(rng.choices(words, k=rng.randint(1, 12))) for _ in range(120)] + MORE_TEXTS
+    index = LexicalIndex.build(list(range(1000, 1000 + len(texts))), texts, k1=k1, b=b)
+    index.write(tmp_path / "s.bm25")
+    stored = LexicalIndex.read(tmp_path / "s.bm25", map_from_bytes=0)
+    for query in QUERIES + ("quasar quasar dust", "star comet line", "survey of the bread oven"):
+        expected = brute_force_bm25(texts, query, k1, b)
+        hits = stored.search(query, len(texts))
+        assert {row - 1000 for row, _ in hits} == set(expected)
+        for chunk_id, score in hits:
+            assert score == pytest.approx(expected[chunk_id - 1000], rel=2e-3)  # float16 weights
+        scores = [expected[chunk_id - 1000] for chunk_id, _ in hits]
+        assert all(a >= c * (1 - 4e-3) for a, c in zip(scores, scores[1:]))  # only near-ties trade places
 
 
 def test_weights_are_stored_in_half_precision_and_rows_in_the_narrowest_type():
@@ -126,14 +146,3 @@ def test_half_precision_weights_rank_as_single_precision_ones(monkeypatch):
         exact_of = dict(expected)
         scores_in_order = [exact_of.get(chunk_id, 0.0) for chunk_id, _ in got]
         assert all(a >= b * (1 - 2e-3) for a, b in zip(scores_in_order, scores_in_order[1:]))
-
-
-def test_an_index_written_with_single_precision_weights_answers_the_same(tmp_path, monkeypatch):
-    new = LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS)
-    monkeypatch.setattr(lexical, "WEIGHT_TYPE", np.float32)
-    monkeypatch.setattr(lexical, "row_type", lambda rows: np.int32)
-    LexicalIndex.build(list(range(len(MORE_TEXTS))), MORE_TEXTS).write(tmp_path / "wide.npz")
-    old = LexicalIndex.read(tmp_path / "wide.npz", map_from_bytes=0)
-    assert old.data.dtype == np.float32 and old.indices.dtype == np.int32
-    for query in QUERIES:
-        assert [i for i, _ in old.search(query, 10)] == [i for i, _ in new.search(query, 10)]

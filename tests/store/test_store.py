@@ -1,3 +1,4 @@
+import hashlib
 import json
 import os
 import subprocess
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from granrag_mcp.errors import IndexBusyError, StoreCorruptError, StoreMismatchError, StoreNotFoundError
+from granrag_mcp.store.manifest import FORMAT_VERSION
 from granrag_mcp.store.store import CURRENT_FILE, Snapshot, StoreWriter, read_current
 from tests.fakes import FakeEmbedder
 from tests.helpers import SMALL_CHUNKS, index, write_corpus
@@ -23,7 +25,7 @@ def store(tmp_path):
 def test_commit_writes_a_self_describing_manifest(store):
     snapshot = Snapshot.open(store)
     manifest = snapshot.manifest
-    assert manifest.format == "granrag-store" and manifest.format_version == 1
+    assert manifest.format == "granrag-store" and manifest.format_version == 2
     assert manifest.generation == 1
     assert manifest.identity.model == "fake-hash-embedder" and manifest.identity.dimension == 64
     assert manifest.identity.tokenizer == "cl100k_base"
@@ -45,7 +47,7 @@ def test_missing_store_is_a_clear_error(tmp_path):
         Snapshot.open(tmp_path / "nowhere")
 
 
-@pytest.mark.parametrize("victim", ["catalog.sqlite", "mid.faiss", "narrow.bm25.npz"])
+@pytest.mark.parametrize("victim", ["catalog.sqlite", "mid.faiss", "narrow.bm25.data.npy", "mid.bm25.vocabulary.npy"])
 def test_a_bit_flip_is_detected_before_parsing_and_names_the_file(store, victim):
     path = store / read_current(store).generation / victim
     data = bytearray(path.read_bytes())
@@ -76,6 +78,30 @@ def test_opening_with_other_settings_names_both_sides_and_how_to_rebuild(store, 
         embedder = FakeEmbedder()
         embedder.name = "other"
         index(tmp_path / "docs", store, embedder=embedder)
+
+
+def as_format_version(store: Path, version: int) -> None:
+    """Relabel the current generation as written in another store format (its manifest and CURRENT agree)."""
+    pointer = read_current(store)
+    path = store / pointer.generation / "manifest.json"
+    manifest = json.loads(path.read_bytes())
+    manifest["format_version"] = version
+    data = json.dumps(manifest).encode()
+    path.write_bytes(data)
+    (store / CURRENT_FILE).write_text(f"{pointer.generation} {hashlib.sha256(data).hexdigest()}\n")
+
+
+def test_a_store_of_the_previous_format_says_in_one_line_to_rebuild(store, tmp_path):
+    as_format_version(store, 1)  # the version whose BM25 files were one .npz per level
+    with pytest.raises(StoreMismatchError) as info:
+        Snapshot.open(store)
+    message = str(info.value)
+    assert "\n" not in message and "version 1" in message and "version 2" in message
+    assert f"granrag-mcp index PATH... --rebuild --store {store}" in message
+    with pytest.raises(StoreMismatchError, match="--rebuild"):  # an update run must not build on it either
+        index(tmp_path / "docs", store)
+    index(tmp_path / "docs", store, rebuild=True)
+    assert Snapshot.open(store).manifest.format_version == 2
 
 
 def test_rebuild_accepts_new_settings(store, tmp_path):
@@ -140,6 +166,18 @@ def test_recover_falls_back_to_the_previous_intact_generation(store, tmp_path):
     with StoreWriter(store) as writer:
         assert writer.rollback() == "gen-000001"
     assert Snapshot.open(store).generation == 1
+
+
+def test_recover_does_not_fall_back_to_a_generation_of_another_format(store, tmp_path):
+    (tmp_path / "docs" / "cooking.txt").write_text("Something else entirely: pottery glazes.")
+    index(tmp_path / "docs", store)
+    old = store / "gen-000001" / "manifest.json"
+    manifest = json.loads(old.read_bytes())
+    manifest["format_version"] = FORMAT_VERSION - 1
+    old.write_text(json.dumps(manifest))
+    (store / read_current(store).generation / "broad.faiss").write_bytes(b"\0" * 10)
+    with StoreWriter(store) as writer, pytest.raises(StoreCorruptError, match="no intact generation.*--rebuild"):
+        writer.rollback()
 
 
 def test_a_reader_keeps_its_snapshot_while_a_writer_commits(store, tmp_path):
