@@ -255,7 +255,8 @@ def build_store(keep: Path, target: int, seed: int) -> dict[str, Any]:
     from granrag_mcp.store.catalog import Catalog
     from granrag_mcp.store.lexical import LexicalIndex
     from granrag_mcp.store.manifest import Manifest, StoreIdentity
-    from granrag_mcp.store.store import CATALOG_FILE, StoreWriter, lexical_file
+    from granrag_mcp.store.store import CATALOG_FILE, lexical_file
+    from granrag_mcp.store.writer import StoreWriter
 
     store = keep / "store"
     if store.exists():
@@ -309,7 +310,8 @@ def rewrite_generation(keep: Path, rebuilt: str, write: Callable[[Path, Path], d
     """Publish a new generation of the store: the current one's files copied, except those ending in `rebuilt`,
     which `write(current folder, new folder)` makes with the current code."""
     from granrag_mcp.store.manifest import MANIFEST_FILE
-    from granrag_mcp.store.store import StoreWriter, load_manifest, read_current
+    from granrag_mcp.store.store import load_manifest, read_current
+    from granrag_mcp.store.writer import StoreWriter
 
     store = keep / "store"
     with StoreWriter(store, command="bench") as writer:

@@ -268,7 +268,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
 
 
 def cmd_recover(args: argparse.Namespace, settings) -> int:
-    from granrag_mcp.store.store import StoreWriter
+    from granrag_mcp.store.writer import StoreWriter
 
     with StoreWriter(settings.store, command="recover") as writer:
         name = writer.rollback()

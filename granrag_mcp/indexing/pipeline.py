@@ -32,16 +32,8 @@ from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
-from granrag_mcp.store.store import (
-    CATALOG_FILE,
-    Snapshot,
-    StoreWriter,
-    check_identity,
-    current_generation,
-    lexical_file,
-    readable_current_generation,
-    vector_file,
-)
+from granrag_mcp.store.store import CATALOG_FILE, Snapshot, check_identity, current_generation, lexical_file, readable_current_generation, vector_file
+from granrag_mcp.store.writer import StoreWriter
 from granrag_mcp.store.vector_index import VectorIndex
 from granrag_mcp.tokens import Tokenizer
 

@@ -44,7 +44,7 @@ HOOK = '''
 import os
 if os.environ.get("GRANRAG_TEST_KILL_AT"):
     import signal
-    from granrag_mcp.store import store as _store
+    from granrag_mcp.store import writer as _store
 
     _kill_at = int(os.environ["GRANRAG_TEST_KILL_AT"])
     _state = {"on": False, "n": 0}

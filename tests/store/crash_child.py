@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from granrag_mcp.store import store as store_module
+from granrag_mcp.store import writer as writer_module
 from tests.helpers import index
 
 COMMIT_OPERATIONS = ("fsync", "rename", "replace")
@@ -44,7 +44,7 @@ def main() -> None:
     docs, store = Path(sys.argv[1]), Path(sys.argv[2])
     if len(sys.argv) > 3:
         die_at_operation(int(sys.argv[3]))
-    original_publish = store_module.StoreWriter.publish
+    original_publish = writer_module.StoreWriter.publish
 
     def reporting_publish(self, folder, manifest):
         global publishing
@@ -54,7 +54,7 @@ def main() -> None:
         print("publish-end", flush=True)
         return result
 
-    store_module.StoreWriter.publish = reporting_publish
+    writer_module.StoreWriter.publish = reporting_publish
     print("started", flush=True)
     index(docs, store)
     print("finished", flush=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from granrag_mcp.errors import StoreWriteError
-from granrag_mcp.store import store as store_module
+from granrag_mcp.store import writer as writer_module
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.store import TMP_PREFIX, Snapshot, read_current
@@ -37,7 +37,7 @@ class FailingFileSystem:
         for owner, name in [
             (os, "fsync"), (os, "rename"), (os, "replace"), (shutil, "copyfile"), (Path, "write_bytes"),
             (VectorIndex, "write"), (LexicalIndex, "write"), (Catalog, "insert_document"), (Catalog, "commit"),
-            (store_module, "write_atomic"),
+            (writer_module, "write_atomic"),
         ]:
             monkeypatch.setattr(owner, name, self._wrap(name, getattr(owner, name)))
 

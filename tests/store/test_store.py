@@ -10,7 +10,8 @@ import pytest
 
 from granrag_mcp.errors import IndexBusyError, StoreCorruptError, StoreMismatchError, StoreNotFoundError
 from granrag_mcp.store.manifest import FORMAT_VERSION
-from granrag_mcp.store.store import CURRENT_FILE, Snapshot, StoreWriter, read_current
+from granrag_mcp.store.store import CURRENT_FILE, Snapshot, read_current
+from granrag_mcp.store.writer import StoreWriter
 from tests.fakes import FakeEmbedder
 from tests.helpers import SMALL_CHUNKS, index, write_corpus
 
@@ -114,7 +115,7 @@ def test_a_second_writer_fails_fast_naming_the_holder(store):
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
-            from granrag_mcp.store.store import StoreWriter
+            from granrag_mcp.store.writer import StoreWriter
             with StoreWriter({str(store)!r}, command="index held-by-test"):
                 print("locked", flush=True)
                 time.sleep(30)

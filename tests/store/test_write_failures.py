@@ -18,11 +18,13 @@ import pytest
 
 from granrag_mcp.errors import StoreAccessError, StoreWriteError
 from granrag_mcp.store import store as store_module
+from granrag_mcp.store import writer as writer_module
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.durable import write_atomic
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.manifest import MANIFEST_FILE
-from granrag_mcp.store.store import TMP_PREFIX, Snapshot, StoreWriter, read_current
+from granrag_mcp.store.store import TMP_PREFIX, Snapshot, read_current
+from granrag_mcp.store.writer import StoreWriter
 from granrag_mcp.store.vector_index import VectorIndex
 from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
@@ -110,7 +112,7 @@ def test_a_lock_that_cannot_be_created_is_one_line(tmp_path, monkeypatch):
     def refuse(root: Path):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(root / store_module.LOCK_FILE))
 
-    monkeypatch.setattr(store_module, "acquire_writer_lock", refuse)
+    monkeypatch.setattr(writer_module, "acquire_writer_lock", refuse)
     for command in ("index", "recover"):
         with pytest.raises(StoreAccessError) as caught:
             with StoreWriter(store, command=command) as writer:
@@ -220,7 +222,7 @@ STEPS = {
                     "write error in narrow.faiss: 16302 != 409600 (No space left on device)"),
     "lexical-write": (LexicalIndex, "write", lambda original: _disk_full, "No space left on device"),
     "manifest": (Path, "write_bytes", _manifest_write_fails, "Input/output error (manifest.json)"),
-    "current-pointer": (store_module, "write_atomic", lambda original: _disk_full, "No space left on device"),
+    "current-pointer": (writer_module, "write_atomic", lambda original: _disk_full, "No space left on device"),
 }
 
 
@@ -267,7 +269,7 @@ def test_recover_that_cannot_write_current_is_one_line(tmp_path, monkeypatch):
     change_a_document(docs)
     index(docs, store)
     before = read_current(store)
-    monkeypatch.setattr(store_module, "write_atomic", _disk_full)
+    monkeypatch.setattr(writer_module, "write_atomic", _disk_full)
     with pytest.raises(StoreWriteError) as caught:
         with StoreWriter(store, command="recover") as writer:
             writer.rollback()
