@@ -12,7 +12,7 @@ log = logging.getLogger(__name__)
 from granrag_mcp.rerankers.base import Reranker
 from granrag_mcp.rerankers.cross_encoder import CrossEncoderReranker, stored_locally
 from granrag_mcp.rerankers.embedding_windows import EmbeddingReranker
-from granrag_mcp.rerankers.sentence_windows import SentenceWindowReranker
+from granrag_mcp.rerankers.sentence_vectors import SentenceWindowReranker
 
 
 def load_reranker(spec: str, embedder: Embedder, cross_encoder_model: str = DEFAULT_CROSS_ENCODER) -> Reranker:
