@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -57,6 +58,14 @@ class Settings(BaseSettings):
     auth_token: SecretStr | None = Field(None, description="Bearer token; required to bind a non-loopback host.")
     max_tokens: int = Field(4000, ge=50, le=100000, description="Default token budget of a tool result.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level (stderr).")
+    allow_write: bool = Field(
+        False, description="serve: offer the tools that index and remove documents (index_paths, remove_documents, "
+        "index_status)."
+    )
+    allowed_roots: str = Field(
+        "", description="serve --allow-write: folders the agent may index, separated by the path separator (':' "
+        "on POSIX); used when the client offers no MCP roots."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
@@ -67,6 +76,10 @@ class Settings(BaseSettings):
                 "bearer token, or bind 127.0.0.1"
             )
         return self
+
+    @property
+    def allowed_root_paths(self) -> list[Path]:
+        return [Path(part).expanduser() for part in self.allowed_roots.split(os.pathsep) if part.strip()]
 
     @property
     def chunking(self) -> ChunkSettings:
