@@ -194,3 +194,69 @@ def test_long_documents_are_read_in_pages_and_listing_pages_through_documents(li
     assert "has 2 page(s)" in out["third"] and "no document 'nope.md'" in out["unknown"]
     assert [len(p) for p in out["pages"]] == [2, 2]
     assert len(out["first"]) == PAGE_CHARS and out["first"] + out["second"] == long_text
+
+
+class SlowEmbedder(FakeEmbedder):
+    """Embeds one text at a time with a pause, so that a run can be cancelled in the middle."""
+
+    def embed(self, texts, progress=None):
+        import time
+
+        out = []
+        for done, text in enumerate(texts, 1):
+            time.sleep(0.01)
+            out.append(super().embed([text])[0])
+            if progress is not None:
+                progress(done, len(texts))
+        import numpy as np
+
+        return np.stack(out) if out else np.zeros((0, self.dimension), dtype=np.float32)
+
+
+def test_a_cancelled_run_leaves_the_previous_generation_and_the_lock_free(library) -> None:
+    import anyio
+
+    slow = SlowEmbedder()
+    server = build_server(library["settings"], lambda s: fake_engine(s, slow))
+    notes = library["root"] / "notes"
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        before = await call(client, "index_status", {})
+        started = anyio.Event()
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            if message and message.startswith("embedding sentences"):
+                started.set()
+
+        async with anyio.create_task_group() as group:
+            async def index() -> None:
+                await client.call_tool("index_paths", {"paths": [str(notes)]}, progress_callback=on_progress)
+
+            group.start_soon(index)
+            await started.wait()
+            group.cancel_scope.cancel()
+        for _ in range(200):  # the server stops the run at its next step and releases the writer lock
+            status = await call(client, "index_status", {})
+            if status["running"] is None:
+                break
+            await anyio.sleep(0.05)
+        after = await call(client, "index_paths", {"paths": [str(notes)]})
+        return {"before": before, "status": status, "after": after}
+
+    out = run(server, scenario)
+    assert out["status"]["running"] is None and out["status"]["last_run"]["outcome"] == "cancelled"
+    assert out["status"]["generation"] == out["before"]["generation"] and out["status"]["documents"] == 3
+    assert out["after"]["outcome"] == "committed" and out["after"]["generation"] == out["before"]["generation"] + 1
+    leftovers = [p.name for p in library["settings"].store.iterdir() if p.name.startswith(".tmp-gen-")]
+    assert leftovers == []
+
+
+def test_the_cli_and_the_server_exclude_each_other(library) -> None:
+    from granrag_mcp.store.store import StoreWriter
+
+    async def scenario(client: Client) -> str:
+        with StoreWriter(library["settings"].store, command="index"):
+            return await fail(client, "index_paths", {"paths": [str(library["root"] / "notes")]})
+
+    message = run(server_for(library), scenario)
+    assert "index busy: process" in message and "granrag-mcp index" in message
