@@ -37,7 +37,8 @@ Weights = Annotated[
 ]
 DocIds = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=1000)]] | None,
-    Field(max_length=1000, description="Only search these documents (doc_ids from list_documents or hits)."),
+    Field(min_length=1, max_length=1000,
+          description="Only search these documents (doc_ids from list_documents or hits)."),
 ]
 DocPrefix = Annotated[
     str | None,
