@@ -118,7 +118,8 @@ def test_one_agent_indexes_while_another_searches_over_http(store) -> None:
 
             async def reader() -> None:
                 async with Client(server.url) as client:
-                    while not done.is_set() or len(searches) < 3:
+                    while True:
+                        finished = done.is_set()  # before the search: a search begun after the commit sees it
                         query = random.choice(["the violin number 4", "Zephyr Bridge", "glacier meadow"])
                         result = await client.call_tool("search_fused", {"query": query, "k": 5})
                         assert not result.is_error, result.content
@@ -126,6 +127,8 @@ def test_one_agent_indexes_while_another_searches_over_http(store) -> None:
                         opened = await client.call_tool("get_chunks", {"chunk_ids": ids})
                         assert not opened.is_error, opened.content  # every returned id resolves
                         searches.append(result.structured_content)
+                        if finished and len(searches) >= 3:
+                            break
                     out["final"] = await client.call_tool("search_narrow", {"query": "the violin number 11",
                                                                             "k": 3, "doc_prefix": "http2/"})
 
