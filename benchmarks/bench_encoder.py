@@ -134,7 +134,7 @@ def child(runner: str, spawned: float, texts_file: Path, vectors_file: Path) -> 
 def texts(questions: int, sentences: int) -> dict[str, list[str]]:
     import squad_corpus
 
-    from granrag_mcp.sentences import split_sentences
+    from granrag_mcp.indexing.sentences import split_sentences
 
     documents, bench_questions = squad_corpus.load()
     chosen = squad_corpus.sample(bench_questions, questions, seed=0)

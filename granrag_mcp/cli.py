@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ _SETTING_FLAGS = {
     "host": "host",
     "port": "port",
     "log_level": "log_level",
+    "allow_write": "allow_write",
+    "allowed_roots": "allowed_roots",
 }
 
 
@@ -115,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(commands, parents=[common])
     serve = add_command("serve", help="run the MCP server (stdio or streamable HTTP)",
-                                description="Serve the index to MCP clients. Read-only: indexing stays in `index`.")
+                                description="Serve the index to MCP clients. Read-only unless --allow-write.")
     _add_store(serve)
     _add_model(serve)
     serve.add_argument("--transport", choices=["stdio", "http"], help="MCP transport (default stdio)")
@@ -126,6 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--reranker", help="auto, embedding, embedding-windows, cross-encoder, or a cross-encoder name or local path"
     )
     serve.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (name or local path)")
+    serve.add_argument(
+        "--allow-write", action="store_true", default=None,
+        help="offer the tools that index and remove documents (env GRANRAG_ALLOW_WRITE, default off)",
+    )
+    serve.add_argument(
+        "--allowed-roots", metavar="DIRS",
+        help=f"with --allow-write: folders the agent may index, joined by {os.pathsep!r}, when the client offers no "
+        "MCP roots (env GRANRAG_ALLOWED_ROOTS)",
+    )
     serve.add_argument(
         "--index-if-empty", type=Path, metavar="PATH",
         help="if the store holds no index yet, index PATH first (the README's run command uses docs/)",

@@ -116,6 +116,21 @@ def check_token(token: str) -> None:
         )
 
 
+class WriteSettings(BaseModel):
+    allow_write: bool = Field(
+        False, description="serve: offer the tools that index and remove documents (index_paths, remove_documents, "
+        "index_status)."
+    )
+    allowed_roots: str = Field(
+        "", description="serve --allow-write: folders the agent may index, separated by the path separator (':' "
+        "on POSIX); used when the client offers no MCP roots."
+    )
+
+    @property
+    def allowed_root_paths(self) -> list[Path]:
+        return [Path(part).expanduser() for part in self.allowed_roots.split(os.pathsep) if part.strip()]
+
+
 class HttpSettings(BaseModel):
     host: str = Field("127.0.0.1", description="HTTP bind address.")
     port: int = Field(8765, ge=0, le=65535, description="HTTP port (0 picks a free one).")
@@ -137,8 +152,8 @@ class HttpSettings(BaseModel):
     )
 
 
-class Settings(StoreSettings, ChunkSettings, EmbeddingSettings, RerankSettings, ServerSettings, HttpSettings,
-               BaseSettings):
+class Settings(StoreSettings, ChunkSettings, EmbeddingSettings, RerankSettings, ServerSettings, WriteSettings,
+               HttpSettings, BaseSettings):
     # Errors do not echo their input: the input can hold the auth token.
     model_config = SettingsConfigDict(env_prefix="GRANRAG_", extra="ignore", frozen=True, hide_input_in_errors=True)
 

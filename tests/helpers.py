@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from granrag_mcp.records import LEVELS, Chunk
+from granrag_mcp.levels import LEVELS
+from granrag_mcp.records import Chunk
 from granrag_mcp.settings import ChunkSettings
 from granrag_mcp.indexing.pipeline import IndexSummary, index_paths
 from granrag_mcp.store.store import Snapshot

@@ -229,7 +229,7 @@ def _index_with_base(
     try:
         folder = writer.new_folder(generation)
         with clock.stage("index"):
-            counts = _write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
+            counts = write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
         with clock.stage("commit"):
             manifest = Manifest(generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={})
             writer.publish(folder, manifest)
@@ -297,7 +297,7 @@ def _embed(
     return vectors
 
 
-def _write_generation(
+def write_generation(
     folder: Path,
     base: Snapshot | None,
     new_docs: list[_NewDocument],

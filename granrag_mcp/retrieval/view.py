@@ -17,6 +17,7 @@ from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above
 from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
 from granrag_mcp.rerankers import Reranker
+from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import Contribution
 from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
@@ -46,11 +47,31 @@ def check_query(query: str) -> str:
 class View:
     """The primitives of retrieval, bound to one snapshot."""
 
-    def __init__(self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None,
+        doc_filter: DocFilter | None = None,
+    ) -> None:
         self.snapshot = snapshot
         self.embedder = embedder
         self.reranker = reranker
         self.catalog = snapshot.catalog
+        self.doc_filter = doc_filter
+        self._allowed: dict[Level, np.ndarray] = {}
+
+    def filtered(self, doc_filter: DocFilter | None) -> View:
+        """This view with its searches restricted to some documents (unknown doc ids are an error)."""
+        if doc_filter is None:
+            return self
+        doc_filter.check(self.catalog)
+        return View(self.snapshot, self.embedder, self.reranker, doc_filter)
+
+    def allowed(self, level: Level) -> np.ndarray | None:
+        """The chunk ids of `level` a search may return; None when the view is not filtered."""
+        if self.doc_filter is None:
+            return None
+        if level not in self._allowed:
+            self._allowed[level] = self.doc_filter.chunk_ids(self.catalog, level)
+        return self._allowed[level]
 
     # --- ids and chunks ----------------------------------------------------------------------------------------
 
@@ -89,10 +110,10 @@ class View:
         return self.embedder.embed([check_query(query)])[0]
 
     def dense(self, level: Level, vector: np.ndarray, k: int) -> Scored:
-        return self.snapshot.vectors[level].search(vector, k)
+        return self.snapshot.vectors[level].search(vector, k, self.allowed(level))
 
     def lexical(self, level: Level, query: str, k: int) -> Scored:
-        return self.snapshot.lexical[level].search(query, k)
+        return self.snapshot.lexical[level].search(query, k, self.allowed(level))
 
     def map_lists(
         self,

@@ -21,7 +21,7 @@ from mcp_types import INVALID_PARAMS
 
 from granrag_mcp import __version__
 from granrag_mcp.errors import StoreCorruptError, StoreNotFoundError
-from granrag_mcp.server import tools_context, tools_library, tools_search
+from granrag_mcp.server import resources, tools_context, tools_library, tools_search, tools_write
 from granrag_mcp.server.state import EngineHolder, loading
 from granrag_mcp.server.stdio_relay import StdioRelay
 from granrag_mcp.settings import Settings
@@ -99,6 +99,9 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
     server.middleware.append(explain_uninitialized)
     for group in TOOL_GROUPS:
         group.register(server, settings.max_tokens)
+    if settings.allow_write:  # without it the write tools do not exist
+        tools_write.register(server, settings.max_tokens)
+    resources.register(server)
     return server
 
 

@@ -35,3 +35,13 @@ Weights = Annotated[
     dict[WeightName, Annotated[float, Field(ge=0, le=100)]] | None,
     Field(description="rrf only: weight of each ranked list, 1 when not given."),
 ]
+DocIds = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=1000)]] | None,
+    Field(min_length=1, max_length=1000,
+          description="Only search these documents (doc_ids from list_documents or hits)."),
+]
+DocPrefix = Annotated[
+    str | None,
+    Field(max_length=1000, description="Only search documents whose doc_id starts with this, such as a folder "
+          "'notes/'."),
+]

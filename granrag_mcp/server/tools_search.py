@@ -8,13 +8,14 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from granrag_mcp.levels import FINEST, Level
+from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
 from granrag_mcp.retrieval.hrr import hrr_search as hrr
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rerank import rerank as rerank_ids
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.union import search_union
-from granrag_mcp.server.arguments import ChunkIds, Lexical, MaxTokens, Query, Weights
+from granrag_mcp.server.arguments import ChunkIds, DocIds, DocPrefix, Lexical, MaxTokens, Query, Weights
 from granrag_mcp.server.models import RankedResult, SearchResult
 from granrag_mcp.server.results import hits_result
 from granrag_mcp.server.state import holder_of
@@ -30,6 +31,8 @@ def register(server: MCPServer, budget: int) -> None:
         ctx: Context[Any, Any],
         k: Annotated[int, Field(ge=1, le=100, description="Number of passages (1-100).")] = 5,
         lexical: Lexical = False,
+        doc_ids: DocIds = None,
+        doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
     ) -> SearchResult:
         """Semantic search over broad chunks: long passages that keep a topic together. Use it for overview
@@ -38,6 +41,7 @@ def register(server: MCPServer, budget: int) -> None:
         offsets, score, text), best first.
         """
         view, tokens = holder_of(ctx).view()
+        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
         return hits_result(view, tokens, search_level(view, query, "broad", k, lexical=lexical), max_tokens)
 
     @read_only_tool(server, "Search sentences or paragraphs")
@@ -49,6 +53,8 @@ def register(server: MCPServer, budget: int) -> None:
             Literal["narrow", "mid"], Field(description="narrow: sentences; mid: paragraph-sized chunks.")
         ] = "narrow",
         lexical: Lexical = False,
+        doc_ids: DocIds = None,
+        doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
     ) -> SearchResult:
         """Semantic search over single sentences (level='narrow', the default) or paragraph-sized mid chunks
@@ -58,6 +64,7 @@ def register(server: MCPServer, budget: int) -> None:
         order candidates. lexical=true adds exact word matching (BM25) by RRF.
         """
         view, tokens = holder_of(ctx).view()
+        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
         return hits_result(view, tokens, search_level(view, query, level, k, lexical=lexical), max_tokens)
 
     @read_only_tool(server, "Search all levels, fused")
@@ -79,6 +86,8 @@ def register(server: MCPServer, budget: int) -> None:
             Level,
             Field(description="rrf: level of the returned chunks; union: the fine level (mid if mid, else narrow)."),
         ] = "mid",
+        doc_ids: DocIds = None,
+        doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
     ) -> SearchResult:
         """Search with the broad and narrow levels combined. method='rrf' (default) fuses up to four ranked lists
@@ -89,6 +98,7 @@ def register(server: MCPServer, budget: int) -> None:
         single-level searches disagree.
         """
         view, tokens = holder_of(ctx).view()
+        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
         if method == "union":
             hits = search_union(view, query, k, fine_level="mid" if level == "mid" else FINEST)
         else:
@@ -119,6 +129,8 @@ def register(server: MCPServer, budget: int) -> None:
         sentence_k: Annotated[int, Field(ge=1, le=300, description="Sentences retrieved first (1-300).")] = 50,
         mid_k: Annotated[int, Field(ge=1, le=100, description="Mid chunks retrieved directly (1-100).")] = 20,
         rerank_n: Annotated[int, Field(ge=1, le=100, description="Mid candidates the reranker scores (1-100).")] = 20,
+        doc_ids: DocIds = None,
+        doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
     ) -> RankedResult:
         """Hierarchical rerank retrieval in one call: finds sentences and mid chunks, reranks the mid chunks, and
@@ -126,5 +138,6 @@ def register(server: MCPServer, budget: int) -> None:
         for questions that need a full passage but where the answer hides in one paragraph.
         """
         view, tokens = holder_of(ctx).view()
+        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
         result = hrr(view, query, k, sentence_k, mid_k, rerank_n)
         return hits_result(view, tokens, result.hits, max_tokens, result.reranker)  # type: ignore[return-value]

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from granrag_mcp.records import Chunk, Level
+from granrag_mcp.levels import Level
+from granrag_mcp.records import Chunk
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -156,6 +157,29 @@ class Catalog:
             for parent_id, chunk_id in self._query(sql, batch):
                 out[parent_id].append(chunk_id)
         return out
+
+    def chunk_ids_in_documents(self, level: Level, doc_ids: Sequence[str] | None, prefix: str | None) -> list[int]:
+        """Ids of the `level` chunks of the documents named in `doc_ids` (all when None) whose doc_id starts with
+        `prefix` (any when None)."""
+        sql, params = "SELECT id FROM chunks WHERE level = ?", [level]
+        if prefix:
+            sql += " AND substr(doc_id, 1, ?) = ?"
+            params += [len(prefix), prefix]
+        if doc_ids is None:
+            return [row[0] for row in self._query(sql, params)]
+        found: list[int] = []
+        for batch in _batches(list(doc_ids)):
+            marks = ",".join("?" * len(batch))
+            found += [row[0] for row in self._query(f"{sql} AND doc_id IN ({marks})", [*params, *batch])]
+        return found
+
+    def known_documents(self, doc_ids: Sequence[str]) -> set[str]:
+        """Which of `doc_ids` the catalog holds."""
+        known: set[str] = set()
+        for batch in _batches(list(doc_ids)):
+            marks = ",".join("?" * len(batch))
+            known.update(row[0] for row in self._query(f"SELECT doc_id FROM documents WHERE doc_id IN ({marks})", batch))
+        return known
 
     def level_counts(self) -> dict[str, int]:
         return dict(self._query("SELECT level, count(*) FROM chunks GROUP BY level"))

@@ -123,7 +123,8 @@ class LexicalIndex:
         positions = np.searchsorted(self.vocabulary, np.array(wanted, dtype=self.vocabulary.dtype))
         return [int(p) for p, t in zip(positions, wanted) if p < len(self.vocabulary) and self.vocabulary[p] == t]
 
-    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+    def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The k best-scoring chunks; with `allowed` (chunk ids), the k best among those only."""
         columns = self._columns(analyse(query))
         if not columns or k <= 0 or not len(self.ids):
             return []
@@ -132,6 +133,8 @@ class LexicalIndex:
         scores = np.bincount(self.indices[stored], weights=self.data[stored], minlength=len(self.ids))
         scores = scores.astype(np.float32)
         candidates = np.flatnonzero(scores > 0)
+        if allowed is not None:  # before the top k is taken: a filter must not leave fewer hits than exist
+            candidates = candidates[np.isin(self.ids[candidates], allowed)]
         if len(candidates) > k:
             candidates = candidates[np.argpartition(-scores[candidates], k - 1)[:k]]
         order = candidates[np.lexsort((candidates, -scores[candidates]))]

@@ -199,13 +199,22 @@ class VectorIndex:
             log.info("rebuilding an HNSW index: %d of its %d rows were removed", self._tombstones, self._index.ntotal)
             self._rebuild("hnsw")
 
-    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        k = min(k, len(self))
+    def search(self, query: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The k nearest chunks; with `allowed` (chunk ids), the k nearest among those only, selected inside the
+        search (a FAISS id selector) so that a filter never leaves fewer than k hits that exist."""
+        k = min(k, len(self) if allowed is None else len(allowed))
         if k <= 0:
             return []
         query = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        selector = None if allowed is None else faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64))
         if self._kind == "hnsw":
-            scores, labels = self._index.search(query, k, params=self._search_params(k))
+            params = self._search_params(k)
+            if selector is not None:  # a chosen id is never a tombstone's -1: this selector also skips removed rows
+                params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
+                params.sel = selector
+            scores, labels = self._index.search(query, k, params=params)
+        elif selector is not None:
+            scores, labels = self._index.search(query, k, params=faiss.SearchParameters(sel=selector))
         else:
             scores, labels = self._index.search(query, k)
         return [(int(label), float(score)) for label, score in zip(labels[0], scores[0]) if label >= 0]

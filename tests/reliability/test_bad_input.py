@@ -35,6 +35,7 @@ EXPECTED_ERRORS = {
     "empty query": re.compile(r"the query is empty"),
     "malformed id": re.compile(r"malformed chunk id .*take them from the chunk_id field"),
     "unknown id": re.compile(r"unknown chunk id\(s\) .*search again"),
+    "unknown doc id": re.compile(r"unknown doc_id\(s\) .*list_documents shows"),
     "broad has no parent": re.compile(r"are broad chunks, the top of the hierarchy, and have no parent"),
 }
 VALIDATION = re.compile(r"validation error")

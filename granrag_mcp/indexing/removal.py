@@ -1,0 +1,64 @@
+"""Removing documents by id: one new generation without them, committed like an index run."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from granrag_mcp.levels import LEVELS
+from granrag_mcp.errors import GranragError, InvalidInputError, StoreNotFoundError, StoreWriteError
+from granrag_mcp.indexing.pipeline import IndexSummary, write_generation
+from granrag_mcp.progress import Progress
+from granrag_mcp.store.durable import failure_cause
+from granrag_mcp.store.manifest import Manifest
+from granrag_mcp.store.store import Snapshot, current_generation, readable_current_generation
+from granrag_mcp.store.writer import StoreWriter
+
+log = logging.getLogger(__name__)
+
+
+def remove_documents(
+    doc_ids: Sequence[str], store_root: Path, *, command: str = "remove", progress: Progress | None = None
+) -> IndexSummary:
+    """Commit a generation without `doc_ids`; unknown ids are an error and nothing changes."""
+    progress = progress or Progress(enabled=False)
+    wanted = list(dict.fromkeys(doc_ids))
+    summary = IndexSummary(store=Path(store_root))
+    with StoreWriter(store_root, command=command) as writer:
+        if current_generation(writer.root) is None:
+            raise StoreNotFoundError(f"no index at {writer.root}: there is nothing to remove")
+        base = Snapshot.open(writer.root)
+        try:
+            known = base.catalog.known_documents(wanted)
+            unknown = [doc_id for doc_id in wanted if doc_id not in known]
+            if unknown:
+                raise InvalidInputError(
+                    f"unknown doc_id(s) {', '.join(repr(d) for d in unknown[:5])}: not in the index (generation "
+                    f"{base.generation}); list_documents shows the doc_ids it holds. Nothing was removed"
+                )
+            last_generation, _ = writer.numbering()
+            generation = max(base.generation, last_generation) + 1
+            try:
+                folder = writer.new_folder(generation)
+                counts = write_generation(folder, base, [], wanted, {level: [] for level in LEVELS}, {},
+                                           base.manifest.identity.dimension, progress)
+                manifest = Manifest(generation=generation, identity=base.manifest.identity, counts=counts,
+                                    next_chunk_id=base.manifest.next_chunk_id, files={})
+                writer.publish(folder, manifest)
+            except BaseException as exc:
+                writer.abandon(generation)  # a cancelled or failed removal leaves the previous generation
+                if isinstance(exc, GranragError) or not isinstance(exc, Exception):
+                    raise
+                log.debug("commit of generation %d failed", generation, exc_info=True)
+                now = readable_current_generation(writer.root) or "none"
+                raise StoreWriteError(
+                    f"could not commit generation {generation} to {writer.root}: {failure_cause(exc)}; the current "
+                    f"generation is {now} and is intact. Free disk space or fix the file system, then try again"
+                ) from exc
+        finally:
+            base.close()
+    summary.generation = generation
+    summary.committed = True
+    summary.removed = len(wanted)
+    return summary

@@ -1,0 +1,141 @@
+"""The library as MCP resources: each document (its extracted text, in pages) and each chunk, so that clients
+that browse resources see what the index holds.
+
+`resources/list` pages through the documents of the current generation (a middleware adds them to the SDK's
+answer, which only knows static resources); documents and chunks are read through two templates. When the
+server commits a new generation it tells subscribed clients (`notify_library_changed`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import anyio.to_thread
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp_types import Resource
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from granrag_mcp.errors import GranragError
+from granrag_mcp.server.state import EngineHolder, holder_of
+
+log = logging.getLogger(__name__)
+
+DOCUMENT_TEMPLATE = "granrag://documents/{+doc_id}{?page}"
+CHUNK_TEMPLATE = "granrag://chunks/{chunk_id}"
+PAGE_CHARS = 50_000
+"""Characters of a document per resource read: long documents are read page by page (`?page=2`...)."""
+LIST_PAGE = 100
+"""Documents per `resources/list` page."""
+
+
+def document_uri(doc_id: str, page: int | None = None) -> str:
+    uri = f"granrag://documents/{quote(doc_id, safe='/')}"
+    return uri if page is None or page == 1 else f"{uri}?page={page}"
+
+
+def pages_of(n_chars: int) -> int:
+    return max(1, -(-n_chars // PAGE_CHARS))
+
+
+def register(server: MCPServer) -> None:
+    @server.resource(
+        DOCUMENT_TEMPLATE, name="document", title="Indexed document", mime_type="text/plain",
+        description=f"The extracted text of an indexed document, {PAGE_CHARS} characters a page: page=1 (the "
+        "default) is the beginning; resources/list gives each document's size and pages.",
+    )
+    def read_document(doc_id: str, ctx: Context[Any, Any], page: int = 1) -> str:
+        view, _ = _view(ctx)
+        info = next((d for d in view.catalog.documents(doc_id, 1, 0) if d.doc_id == doc_id), None)
+        if info is None:
+            raise ResourceNotFoundError(f"no document {doc_id!r} in the index; resources/list or list_documents "
+                                        "show the documents it holds")
+        pages = pages_of(info.n_chars)
+        if not 1 <= page <= pages:
+            raise ResourceNotFoundError(f"{doc_id!r} has {pages} page(s) of {PAGE_CHARS} characters; ask for page "
+                                        f"1 to {pages}")
+        start = (page - 1) * PAGE_CHARS
+        return view.catalog.document_slice(doc_id, start, start + PAGE_CHARS) or ""
+
+    @server.resource(
+        CHUNK_TEMPLATE, name="chunk", title="Indexed chunk", mime_type="text/plain",
+        description="The text of one chunk, by the chunk_id of a search result (such as 'mid:42').",
+    )
+    def read_chunk(chunk_id: str, ctx: Context[Any, Any]) -> str:
+        view, _ = _view(ctx)
+        try:
+            return view.get_chunks([chunk_id])[0].text
+        except GranragError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+
+    server.middleware.append(list_documents_as_resources)
+
+
+def _view(ctx: Context[Any, Any]):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return holder_of(ctx).view()
+    except ToolError as exc:  # the index is loading or cannot be read: the same words as the tools
+        raise ResourceNotFoundError(str(exc)) from None
+
+
+def _resources(holder: EngineHolder, offset: int) -> tuple[list[Resource], int]:
+    view, _ = holder.view()
+    documents, total = view.list_documents(None, LIST_PAGE, offset)
+    return [
+        Resource(
+            uri=document_uri(d.doc_id), name=d.doc_id, title=d.doc_id, mime_type="text/plain", size=d.n_chars,
+            description=f"{d.source}: {d.n_chars} characters, {d.n_tokens} tokens, {pages_of(d.n_chars)} page(s)",
+        )
+        for d in documents
+    ], total
+
+
+async def list_documents_as_resources(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Add one page of documents to the SDK's `resources/list` answer, with a cursor to the next page."""
+    result = await call_next(ctx)
+    if ctx.method != "resources/list" or not isinstance(result, dict):
+        return result
+    holder = ctx.lifespan_context
+    if not isinstance(holder, EngineHolder):
+        return result
+    cursor = (ctx.params or {}).get("cursor")
+    try:
+        offset = int(cursor) if cursor else 0
+    except (TypeError, ValueError):
+        offset = -1
+    if offset < 0:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import INVALID_PARAMS
+
+        raise MCPError(INVALID_PARAMS, f"invalid cursor {cursor!r}: pass the nextCursor of the previous page")
+    try:
+        resources, total = await anyio.to_thread.run_sync(_resources, holder, offset)
+    except Exception as exc:  # the tools report a store that cannot be read; the listing keeps the static part
+        log.warning("documents not listed as resources: %s", exc)
+        return result
+    result["resources"] = [*result.get("resources", []),
+                           *(r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in resources)]
+    if offset + len(resources) < total:
+        result["nextCursor"] = str(offset + len(resources))
+    return result
+
+
+async def notify_library_changed(ctx: Context[Any, Any], doc_ids: Sequence[str]) -> None:
+    """Tell clients that the document list and these documents changed: `subscriptions/listen` streams of every
+    session, and the calling session itself when it speaks a protocol from before those streams."""
+    try:
+        await ctx.notify_resources_changed()
+        for doc_id in doc_ids:
+            await ctx.notify_resource_updated(document_uri(doc_id))
+        if ctx.request_context.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await ctx.session.send_resource_list_changed()
+            for doc_id in doc_ids:
+                await ctx.session.send_resource_updated(document_uri(doc_id))
+    except Exception as exc:  # a notification nobody receives must not fail the committed run
+        log.debug("resource change notifications not sent: %s", exc)

@@ -1,0 +1,142 @@
+"""Write tools, registered only with `serve --allow-write`: index files and folders, remove documents, and see
+what is being written. Without the flag they do not exist, so a read-only server cannot be talked into writing."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from granrag_mcp.errors import GranragError
+from granrag_mcp.server.resources import notify_library_changed
+from granrag_mcp.server.results import description
+from granrag_mcp.server.state import holder_of
+from granrag_mcp.server.tools import READ_ONLY
+from granrag_mcp.server.write_models import IndexStatus, RunResult
+from granrag_mcp.server.writes import Runs, allowed_roots, check_paths, result_of
+
+A = TypeVar("A", bound=Callable[..., Awaitable[Any]])
+
+INDEXING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+REMOVING = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+
+
+def _tool(server: MCPServer, title: str, annotations: ToolAnnotations) -> Callable[[A], A]:
+    def add(fn: A) -> A:
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except GranragError as exc:
+                raise ToolError(str(exc)) from None
+
+        server.add_tool(wrapper, title=title, description=description(fn), annotations=annotations,
+                        structured_output=True)
+        return fn
+
+    return add
+
+
+def register(server: MCPServer, budget: int) -> None:
+    """Add the write tools (`budget` is unused: they return no document text)."""
+    runs = Runs()
+
+    @_tool(server, "Index files and folders", INDEXING)
+    async def index_paths(
+        ctx: Context[Any, Any],
+        paths: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=4096)]],
+            Field(min_length=1, max_length=100, description="Absolute paths of files or folders (walked "
+                  "recursively) inside the allowed roots."),
+        ],
+        prune: Annotated[bool, Field(description="Also remove indexed documents that are not under these paths.")]
+        = False,
+    ) -> RunResult:
+        """Index .txt, .md, .pdf, .html and .htm files into the library, incrementally: unchanged files are skipped,
+        changed ones re-indexed. Only paths inside the allowed roots (the client's roots, else the server's) are
+        accepted. Reports progress while it runs; searches keep answering from the current index and switch when
+        the new one is committed. Returns the counts and the doc_ids covered, usable as doc_ids filters of the
+        search tools. Cancel the call to stop it: the previous index stays.
+        """
+        holder = holder_of(ctx)
+        roots, origin = await allowed_roots(ctx, holder.settings.allowed_root_paths)
+        real, doc_ids = await anyio.to_thread.run_sync(check_paths, paths, roots, origin)
+        run = runs.begin("index", [str(p) for p in real])
+        try:
+            engine = await anyio.to_thread.run_sync(holder.engine)
+            settings = holder.settings
+
+            def work(progress):
+                from granrag_mcp.indexing.pipeline import index_paths as run_index
+                from granrag_mcp.tokens import get_tokenizer
+
+                return run_index(
+                    real, settings.store, embedder_factory=lambda: engine.embedder,
+                    tokenizer=get_tokenizer(settings.tokenizer), chunking=settings.chunking,
+                    vector_mode=settings.vector_mode, model_name=settings.model, prune=prune, progress=progress,
+                )
+
+            summary = await runs.execute(ctx, run, work)
+        except GranragError as exc:
+            runs.finish(run, result_of(run, None, "failed", str(exc), None))
+            raise
+        if summary.committed:
+            message = (f"committed generation {summary.generation}: searches now see it; {summary.added} added, "
+                       f"{summary.updated} updated, {summary.removed} removed")
+            await notify_library_changed(ctx, doc_ids)
+        else:
+            message = f"no changes: generation {summary.generation} stays current"
+        return runs.finish(run, result_of(run, summary, "committed" if summary.committed else "unchanged", message,
+                                          summary.generation, doc_ids))
+
+    @_tool(server, "Remove documents", REMOVING)
+    async def remove_documents(
+        ctx: Context[Any, Any],
+        doc_ids: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=1000)]],
+            Field(min_length=1, max_length=1000, description="doc_ids to remove, from list_documents or hits."),
+        ],
+    ) -> RunResult:
+        """Remove documents from the library by doc_id (their files are not touched). Unknown doc_ids are an
+        error and nothing is removed. Searches switch to the index without them when it is committed.
+        """
+        holder = holder_of(ctx)
+        run = runs.begin("remove", list(doc_ids))
+        try:
+            settings = holder.settings
+
+            def work(progress):
+                from granrag_mcp.indexing.removal import remove_documents as remove
+
+                return remove(doc_ids, settings.store, command="serve (remove_documents)", progress=progress)
+
+            summary = await runs.execute(ctx, run, work)
+        except GranragError as exc:
+            runs.finish(run, result_of(run, None, "failed", str(exc), None))
+            raise
+        await notify_library_changed(ctx, doc_ids)
+        message = f"committed generation {summary.generation} without {summary.removed} document(s)"
+        return runs.finish(run, result_of(run, summary, "committed", message, summary.generation, doc_ids))
+
+    @_tool(server, "Index status", READ_ONLY)
+    async def index_status(ctx: Context[Any, Any]) -> IndexStatus:
+        """What the library holds (generation, documents, chunks per level), the index or removal run in progress
+        with its stage and share done, the last run's result, and the folders index_paths may read.
+        """
+        holder = holder_of(ctx)
+        roots, origin = await allowed_roots(ctx, holder.settings.allowed_root_paths)
+        view, _ = await anyio.to_thread.run_sync(holder.view)
+        counts = view.snapshot.manifest.counts
+        running = runs.running
+        return IndexStatus(
+            generation=view.snapshot.generation, documents=counts.get("documents", 0),
+            chunks={level: counts.get(level, 0) for level in ("broad", "mid", "narrow")},
+            running=running.info() if running else None, last_run=runs.last,
+            allowed_roots=[str(r) for r in roots], roots_from=origin,
+        )

@@ -1,0 +1,243 @@
+"""The agent writing to the index: which paths it may read, and one run at a time in a worker thread that reports
+MCP progress and stops when the call is cancelled.
+
+A run is the same incremental commit as `granrag-mcp index` and holds the store's writer lock for its length, so
+the CLI and the server exclude each other ("index busy"). Readers keep the generation they have until the new one
+is committed; the engine's live store switches to it on the next call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+
+from granrag_mcp.levels import LEVELS
+from granrag_mcp.errors import GranragError, IndexBusyError, InvalidInputError
+from granrag_mcp.indexing.pipeline import IndexSummary
+from granrag_mcp.indexing.discovery import discover
+from granrag_mcp.progress import Progress
+from granrag_mcp.server.write_models import FailedFile, RunningJob, RunResult
+
+log = logging.getLogger(__name__)
+
+MAX_LISTED_DOC_IDS = 200
+REPORT_INTERVAL = 0.2  # seconds between progress notifications
+STAGE_SHARES = {  # the share of a run each stage of the indexer covers, so that progress only grows
+    "extracting documents": (0.0, 0.15),
+    "embedding sentences": (0.15, 0.75),
+    "embedding mid chunks": (0.75, 0.85),
+    "embedding broad chunks": (0.85, 0.92),
+}
+WRITE_SHARE = (0.92, 0.99)  # writing the generation: one step per level; the commit completes it
+
+
+class OutsideRootsError(InvalidInputError):
+    """A path, or a file a symbolic link leads to, lies outside the folders the agent may index."""
+
+
+class RunCancelled(GranragError):
+    """The call that started a run was cancelled; the run stopped before its commit."""
+
+
+# --- roots -------------------------------------------------------------------------------------------------------
+
+
+async def allowed_roots(ctx: Context[Any, Any], configured: Sequence[Path]) -> tuple[list[Path], str]:
+    """The client's MCP roots when it offers them (asked on every call, so a `roots/list_changed` is never
+    missed), else the server's configured roots."""
+    session = ctx.session
+    capabilities = session.client_capabilities
+    if capabilities is not None and capabilities.roots is not None and session.can_send_request:
+        try:
+            result = await session.list_roots()
+        except Exception as exc:  # a client that declared roots but cannot answer: fall back, and say so in the log
+            log.warning("the client declared roots but roots/list failed (%s); using GRANRAG_ALLOWED_ROOTS", exc)
+        else:
+            roots = [Path(unquote(urlparse(str(root.uri)).path)) for root in result.roots
+                     if str(root.uri).startswith("file:")]
+            return roots, "the client's MCP roots"
+    return list(configured), "GRANRAG_ALLOWED_ROOTS"
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def check_paths(paths: Sequence[str], roots: Sequence[Path], origin: str) -> tuple[list[Path], list[str]]:
+    """The real paths to index and the doc ids they hold; an error naming the roots for anything outside them,
+    a symbolic link that leads outside included."""
+    real_roots = [root.resolve() for root in roots]
+    shown = ", ".join(str(r) for r in real_roots)
+    if not real_roots:
+        raise OutsideRootsError(
+            "no folder may be indexed: the client offers no MCP roots and GRANRAG_ALLOWED_ROOTS is empty; restart "
+            "the server with --allowed-roots DIR (or GRANRAG_ALLOWED_ROOTS)"
+        )
+    real: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.is_absolute():
+            raise InvalidInputError(f"{raw!r} is a relative path: pass an absolute path inside {shown}")
+        if not path.exists():
+            raise InvalidInputError(f"no such file or folder: {raw}")
+        resolved = path.resolve()
+        if not _inside(resolved, real_roots):
+            leads = f" (it leads to {resolved})" if resolved != path.absolute() else ""
+            raise OutsideRootsError(f"{raw} is outside the allowed roots{leads}: index only under {shown} ({origin})")
+        real.append(resolved)
+    found = discover(real)
+    for source in found.files:
+        target = source.path.resolve()
+        if not _inside(target, real_roots):
+            raise OutsideRootsError(
+                f"{source.path} is a symbolic link to {target}, outside the allowed roots: index only under {shown} "
+                f"({origin}); remove the link or index the folders it lies in separately. Nothing was indexed"
+            )
+    return real, [source.doc_id for source in found.files]
+
+
+# --- runs --------------------------------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class Run:
+    kind: str
+    targets: list[str]
+    started_at: str = field(default_factory=_now)
+    started: float = field(default_factory=time.monotonic)
+    stage: str = "starting"
+    progress: float = 0.0
+
+    def info(self) -> RunningJob:
+        return RunningJob(kind=self.kind, targets=self.targets[:50], stage=self.stage, progress=round(self.progress, 4),
+                          started_at=self.started_at)
+
+
+class RunProgress(Progress):
+    """The indexer's progress as one growing share of the run; raises RunCancelled once the call is cancelled."""
+
+    def __init__(self, run: Run, cancelled: threading.Event, report: Callable[[float, str], None]) -> None:
+        super().__init__(enabled=False)
+        self._run = run
+        self._cancelled = cancelled
+        self._report = report
+        self._reported = 0.0
+        self._write_steps = 0
+
+    def _advance(self, share: float, stage: str, force: bool = False) -> None:
+        if self._cancelled.is_set():
+            raise RunCancelled("the run was cancelled")
+        self._run.progress = max(self._run.progress, min(share, 1.0))
+        self._run.stage = stage
+        now = time.monotonic()
+        if force or now - self._reported >= REPORT_INTERVAL:
+            self._reported = now
+            self._report(self._run.progress, stage)
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        low, high = STAGE_SHARES.get(stage, (self._run.progress, self._run.progress))
+        unit = "files" if stage == "extracting documents" else "chunks"
+        self._advance(low + (high - low) * (done / total if total else 1.0), f"{stage}: {done}/{total} {unit}",
+                      force=done >= total)
+
+    def message(self, text: str) -> None:
+        if text.endswith(" vectors"):  # the indexer writes one level after another
+            self._write_steps += 1
+            low, high = WRITE_SHARE
+            self._advance(low + (high - low) * self._write_steps / len(LEVELS), f"writing the new generation ({text})", True)
+        else:
+            self._advance(self._run.progress, text, True)
+
+
+class Runs:
+    """One run at a time in this server (the store's lock keeps other processes out), and the last one's result."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running: Run | None = None
+        self.last: RunResult | None = None
+
+    def begin(self, kind: str, targets: list[str]) -> Run:
+        with self._lock:
+            if self.running is not None:
+                raise IndexBusyError(
+                    f"index busy: this server is already running {self.running.kind} since {self.running.started_at}"
+                    f" ({self.running.stage}); call index_status to follow it, and try again when it is done"
+                )
+            self.running = Run(kind, targets)
+            return self.running
+
+    def finish(self, run: Run, result: RunResult) -> RunResult:
+        with self._lock:
+            self.running = None
+            self.last = result
+        return result
+
+    async def execute(
+        self, ctx: Context[Any, Any], run: Run, work: Callable[[RunProgress], IndexSummary]
+    ) -> IndexSummary:
+        """Run `work` in a worker thread; the event loop keeps serving other calls. Progress goes to the caller as
+        MCP progress notifications. A cancelled call stops the work at its next progress step, waits until the
+        writer lock is released and the half-built generation removed, and leaves the previous generation."""
+        cancelled, finished = threading.Event(), threading.Event()
+
+        def report(share: float, stage: str) -> None:
+            try:
+                anyio.from_thread.run(ctx.report_progress, share, 1.0, stage)
+            except Exception as exc:  # the caller may be gone: the run goes on regardless
+                log.debug("progress not delivered: %s", exc)
+
+        def target() -> IndexSummary:
+            try:
+                return work(RunProgress(run, cancelled, report))
+            finally:
+                finished.set()
+
+        try:
+            summary = await anyio.to_thread.run_sync(target, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            with anyio.CancelScope(shield=True):
+                while not finished.is_set():
+                    await anyio.sleep(0.05)
+            self.finish(run, result_of(run, None, "cancelled", "the run was cancelled; the previous generation is "
+                                       "still current", None))
+            raise
+        run.progress, run.stage = 1.0, "done"
+        try:
+            await ctx.report_progress(1.0, 1.0, f"done: generation {summary.generation} is current")
+        except Exception as exc:
+            log.debug("progress not delivered: %s", exc)
+        return summary
+
+
+def result_of(
+    run: Run, summary: IndexSummary | None, outcome: str, message: str, generation: int | None,
+    doc_ids: Sequence[str] = (),
+) -> RunResult:
+    fields: dict[str, Any] = {}
+    if summary is not None:
+        fields = dict(added=summary.added, updated=summary.updated, unchanged=summary.unchanged,
+                      removed=summary.removed, unsupported=summary.unsupported,
+                      failed=[FailedFile(path=p, reason=r) for p, r in summary.failed])
+    return RunResult(
+        kind=run.kind, outcome=outcome, message=message, generation=generation,
+        doc_ids=list(doc_ids[:MAX_LISTED_DOC_IDS]), more_doc_ids=max(len(doc_ids) - MAX_LISTED_DOC_IDS, 0),
+        started_at=run.started_at, seconds=round(time.monotonic() - run.started, 3), **fields,
+    )
