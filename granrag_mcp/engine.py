@@ -9,6 +9,7 @@ import faiss
 from granrag_mcp.embedding import Embedder, SentenceTransformerEmbedder, set_model_threads
 from granrag_mcp.errors import StoreNotFoundError
 from granrag_mcp.rerank import Reranker, load_reranker
+from granrag_mcp.retrieval.ranker_choice import RankerChoice
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.settings import Settings, identity_for
 from granrag_mcp.store.live import LiveStore
@@ -49,6 +50,8 @@ class Engine:
         self.reranker = reranker
         if reranker is not None:
             log.info("reranker: %s", reranker.name)
+        self.candidate_rankers = RankerChoice(settings.candidate_ranker)
 
     def view(self) -> View:
-        return View(self.live.snapshot(), self.embedder, self.reranker)
+        snapshot = self.live.snapshot()
+        return View(snapshot, self.embedder, self.reranker, self.candidate_rankers.for_snapshot(snapshot))

@@ -51,6 +51,10 @@ class Settings(BaseSettings):
         "auto", description="auto, embedding, embedding-windows, cross-encoder, or a cross-encoder name or path."
     )
     cross_encoder: str = Field(DEFAULT_CROSS_ENCODER, description="Cross-encoder tried by reranker=auto/cross-encoder.")
+    candidate_ranker: str = Field(
+        "auto", description="Reorders HRR's candidates: auto (the store's fitted ranker, else the shipped one), "
+        "shipped, off, or the path of a ranker file."
+    )
     transport: Literal["stdio", "http"] = Field("stdio", description="MCP transport of `serve`.")
     host: str = Field("127.0.0.1", description="HTTP bind address.")
     port: int = Field(8765, ge=0, le=65535, description="HTTP port (0 picks a free one).")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from granrag_mcp.rerank import Reranker
 from granrag_mcp.retrieval.fusion import Contribution
 from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
+
+if TYPE_CHECKING:
+    from granrag_mcp.retrieval.candidate_ranker import CandidateRanker
 
 Scored = list[tuple[int, float]]
 """A ranked list of (chunk id, score), best first."""
@@ -46,10 +50,14 @@ def check_query(query: str) -> str:
 class View:
     """The primitives of retrieval, bound to one snapshot."""
 
-    def __init__(self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None,
+        candidate_ranker: CandidateRanker | None = None,
+    ) -> None:
         self.snapshot = snapshot
         self.embedder = embedder
         self.reranker = reranker
+        self.candidate_ranker = candidate_ranker  # reorders HRR's candidates (retrieval/candidate_ranker.py)
         self.catalog = snapshot.catalog
 
     # --- ids and chunks ----------------------------------------------------------------------------------------
