@@ -160,3 +160,44 @@ def fit_ranker(data: Dataset, name: str, fitted_on: str, c: float = REGULARISATI
     chunks_cv = cross_validate(data, INSIDE_FEATURES, others={"baseline": baseline.chunks} if baseline else None, c=c)
     return CandidateRanker(name, fit_model(data, every, ALL_FEATURES, c), fit_model(data, every, INSIDE_FEATURES, c),
                            fitted_on, {"hrr": hrr_cv, "chunks": chunks_cv})
+
+
+COMPARED = ("broad MRR@5", "broad HR@5", "mid MRR@5", "mid HR@5")
+
+
+def beats(fitted: Mapping[str, float], shipped: Mapping[str, float]) -> bool:
+    """The fitted ranker is used only when its cross-validated MRR@5 is at least the shipped one's at both levels
+    and higher at one."""
+    keys = ("broad MRR@5", "mid MRR@5")
+    return all(fitted[k] >= shipped[k] for k in keys) and any(fitted[k] > shipped[k] for k in keys)
+
+
+def format_comparison(figures: Mapping[str, Mapping[str, float]]) -> str:
+    names = [n for n in ("HRR", "baseline", "fitted") if n in figures]
+    labels = {"HRR": "HRR without ranker", "baseline": "shipped ranker", "fitted": "fitted ranker"}
+    lines = [f"{'':22}" + "".join(f"{k:>13}" for k in COMPARED)]
+    lines += [f"{labels[n]:22}" + "".join(f"{figures[n][k]:13.3f}" for k in COMPARED) for n in names]
+    return "\n".join(lines)
+
+
+def run_fit(view: Any, questions: Sequence[Question], vectors: np.ndarray, store: Path, source: str,
+            progress: Callable[[int, int], None] | None = None) -> tuple[bool, str]:
+    """`eval --fit-ranker`: fit on the questions, compare with the shipped ranker across documents, and commit the
+    fitted one into the store only when it wins. Returns (used, the report's text)."""
+    from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
+    from granrag_mcp.retrieval.ranker_choice import write_store_ranker
+
+    data = collect(view, questions, vectors, progress)
+    shipped = shipped_ranker()
+    ranker = fit_ranker(data, f"linear-fitted-{len(questions)}q", source, baseline=shipped)
+    figures = ranker.cross_validation["hrr"]
+    report = [f"candidate ranker, 2-fold cross-validation across {figures['documents']} documents, seeds "
+              f"{figures['seeds']} ({figures['questions']} questions):", format_comparison(figures)]
+    used = beats(figures["fitted"], figures["baseline"])
+    if used:
+        generation = write_store_ranker(store, ranker)
+        report.append(f"the fitted ranker beats the shipped one: the store carries it from {generation} on "
+                      "(servers with candidate_ranker=auto use it)")
+    else:
+        report.append("the fitted ranker does not beat the shipped one: not used, the store is unchanged")
+    return used, "\n".join(report)
