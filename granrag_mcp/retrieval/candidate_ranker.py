@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -61,6 +62,32 @@ def stem(words: Sequence[str]) -> list[str]:
     if stemmer is None:
         stemmer = _local.stemmer = Stemmer.Stemmer("english")
     return stemmer.stemWords(list(words))
+
+
+STEM_CACHE_SIZE = 200_000
+"""Sentences whose stems are remembered, by chunk id (a chunk id always names the same text): agents and
+neighbouring questions meet the same sentences again, and analysing them is most of the ranker's work."""
+_stem_cache: OrderedDict[int, list[str]] = OrderedDict()
+_stem_lock = threading.Lock()
+
+
+def sentence_stems(ids: Sequence[int], texts: Sequence[str]) -> list[list[str]]:
+    """`stem(analyse(text))` of each sentence: remembered ones reused, the rest stemmed in one call."""
+    with _stem_lock:
+        known = {i: _stem_cache[i] for i in ids if i in _stem_cache}
+    missing = [(i, analyse(t)) for i, t in zip(ids, texts) if i not in known]
+    if missing:
+        flat = stem([w for _, words in missing for w in words])
+        begin = 0
+        for chunk_id, words in missing:
+            known[chunk_id] = flat[begin : begin + len(words)]
+            begin += len(words)
+        with _stem_lock:
+            for chunk_id, _ in missing:
+                _stem_cache[chunk_id] = known[chunk_id]
+            while len(_stem_cache) > STEM_CACHE_SIZE:
+                _stem_cache.popitem(last=False)
+    return [known[i] for i in ids]
 
 
 # --- the model ------------------------------------------------------------------------------------------------
@@ -170,6 +197,7 @@ class Sentences:
     vectors: np.ndarray
     token_counts: np.ndarray
     bounds: list[tuple[int, int]]
+    ids: list[int] | None = None  # their chunk ids, which let their stems be remembered
 
     def of(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         begin, end = self.bounds[n]
@@ -185,15 +213,16 @@ def candidate_sentences(view: Any, chunks: Sequence[Chunk]) -> Sentences:
     stored = (view.snapshot.vectors[FINEST].reconstruct(np.array(every, dtype=np.int64)) if every
               else np.zeros((0, dimension), np.float32))
     row = {chunk_id: n for n, chunk_id in enumerate(every)}
-    texts, rows, counts, bounds = [], [], [], []
+    texts, rows, counts, bounds, sentence_ids = [], [], [], [], []
     for ids in members:
         ids = [i for i in ids if i in found]
         bounds.append((len(texts), len(texts) + len(ids)))
+        sentence_ids.extend(ids)
         texts.extend(found[i].text for i in ids)
         rows.extend(row[i] for i in ids)
         counts.extend(found[i].token_count for i in ids)
     vectors = np.asarray(stored, dtype=np.float32)[rows] if rows else np.zeros((0, dimension), np.float32)
-    return Sentences(texts, vectors.reshape(len(rows), -1), np.array(counts, dtype=np.float32), bounds)
+    return Sentences(texts, vectors.reshape(len(rows), -1), np.array(counts, dtype=np.float32), bounds, sentence_ids)
 
 
 def _window_max(rows: np.ndarray, width: int) -> np.ndarray:
@@ -216,8 +245,11 @@ def inside_features(
     tf = np.zeros((len(sentences.texts), len(query.stems)), dtype=np.float64)
     pairs = np.zeros((len(sentences.texts), max(len(query.bigrams), 1)), dtype=bool)
     lengths = np.zeros(len(sentences.texts), dtype=np.float64)
-    for row, text in enumerate(sentences.texts):
-        stems = stem(analyse(text))
+    if sentences.ids is not None:
+        analysed = sentence_stems(sentences.ids, sentences.texts)
+    else:
+        analysed = [stem(analyse(text)) for text in sentences.texts]
+    for row, stems in enumerate(analysed):
         lengths[row] = len(stems)
         for s in stems:
             j = column.get(s)
