@@ -15,6 +15,7 @@ from granrag_mcp.embedding.embedder import (
 )
 from granrag_mcp.errors import StoreNotFoundError
 from granrag_mcp.rerankers import Reranker, load_reranker
+from granrag_mcp.retrieval.ranker_choice import RankerChoice
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.manifest import identity_for
@@ -76,6 +77,8 @@ class Engine:
         self.reranker = reranker
         if reranker is not None:
             log.info("reranker: %s", reranker.name)
+        self.candidate_rankers = RankerChoice(settings.candidate_ranker)
 
     def view(self) -> View:
-        return View(self.live.snapshot(), self.embedder, self.reranker)
+        snapshot = self.live.snapshot()
+        return View(snapshot, self.embedder, self.reranker, candidate_ranker=self.candidate_rankers.for_snapshot(snapshot))

@@ -85,6 +85,10 @@ class RerankSettings(BaseModel):
         "auto", description="auto, embedding, embedding-windows, cross-encoder, or a cross-encoder name or path."
     )
     cross_encoder: str = Field(DEFAULT_CROSS_ENCODER, description="Cross-encoder tried by reranker=auto/cross-encoder.")
+    candidate_ranker: str = Field(
+        "auto", description="Reorders HRR's candidates: auto (the store's fitted ranker, else the shipped one), "
+        "shipped, off, or the path of a ranker file."
+    )
 
 
 class ServerSettings(BaseModel):

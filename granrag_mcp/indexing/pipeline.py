@@ -27,6 +27,7 @@ from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.progress import Progress
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
 from granrag_mcp.records import Chunk, ChunkSpan
+from granrag_mcp.retrieval.ranker_choice import carry_ranker
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
@@ -311,6 +312,7 @@ def write_generation(
     stale_ids = base.catalog.chunk_ids_of_documents(replaced_docs) if base else {level: [] for level in LEVELS}
     if base is not None:
         shutil.copyfile(base.folder / CATALOG_FILE, folder / CATALOG_FILE)
+        carry_ranker(base.folder, folder)  # a fitted candidate ranker stays with the store
     catalog = Catalog.open_writable(folder / CATALOG_FILE)
     try:
         catalog.delete_documents(replaced_docs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from granrag_mcp.levels import FINEST, Level, list_name, parent_of
+from granrag_mcp.retrieval.candidate_ranker import rank_hrr_candidates
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.rerank import RerankResult, require_reranker, rerank_chunks
 from granrag_mcp.retrieval.rrf import check_weights
@@ -37,8 +38,10 @@ def hrr_candidates(
     rerank_n: int = 20,
     weights: Mapping[str, float] | None = None,
     rrf_k: int = HRR_RRF_K,
+    ranked: bool = True,
 ) -> tuple[str, list[ScoredChunk]]:
-    """The candidate stage: (the reranker's name, candidate-level chunks best first)."""
+    """The candidate stage: (the reranker's name, candidate-level chunks best first). With `ranked` and a candidate
+    ranker on the view, the fused head is reordered by it (the name then says so)."""
     query = check_query(query)
     reranker = require_reranker(view)
     weights = check_weights(weights, HRR_LISTS)
@@ -54,7 +57,11 @@ def hrr_candidates(
     lists = {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}
     fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
     chunks.update(view.catalog.chunks([item.key for item in fused if item.key not in chunks]))
-    return reranker.name, [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
+    out = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
+    if ranked and view.candidate_ranker is not None:
+        out = rank_hrr_candidates(view, query, vector, out, view.candidate_ranker)
+        return f"{view.candidate_ranker.name}+{reranker.name}", out
+    return reranker.name, out
 
 
 def hrr_search(
@@ -65,8 +72,9 @@ def hrr_search(
     mid_k: int = 20,
     rerank_n: int = 20,
     weights: Mapping[str, float] | None = None,
+    ranked: bool = True,
 ) -> RerankResult:
-    reranker, candidates = hrr_candidates(view, query, sentence_k, mid_k, rerank_n, weights)
+    reranker, candidates = hrr_candidates(view, query, sentence_k, mid_k, rerank_n, weights, ranked=ranked)
     parents = view.catalog.chunks(list({h.chunk.parent_id for h in candidates if h.chunk.parent_id is not None}))
     out: dict[int, ScoredChunk] = {}
     for hit in candidates:

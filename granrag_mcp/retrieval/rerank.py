@@ -36,8 +36,18 @@ def rerank_chunks(view: View, query: str, chunks: Sequence[Chunk]) -> list[Score
     return sorted((ScoredChunk(c, float(s)) for c, s in zip(chunks, scores)), key=lambda h: -(h.score or 0.0))
 
 
-def rerank(view: View, query: str, public_ids: Sequence[str], top_n: int) -> RerankResult:
+def rerank(view: View, query: str, public_ids: Sequence[str], top_n: int, method: str = "auto") -> RerankResult:
+    """method: "reranker" (the reranker alone), "candidate-ranker" (the candidate ranker's features, the
+    reranker's score among them), or "auto" (the candidate ranker where the view has one)."""
     query = check_query(query)
     reranker = require_reranker(view)
     chunks = view.resolve(public_ids)
+    if method != "reranker" and view.candidate_ranker is not None:
+        from granrag_mcp.retrieval.candidate_ranker import rank_chunks
+
+        hits = rank_chunks(view, query, chunks, view.candidate_ranker)[:top_n]
+        return RerankResult(f"{view.candidate_ranker.name}+{reranker.name}", hits)
+    if method == "candidate-ranker":
+        raise InvalidInputError("this server runs without a candidate ranker (candidate_ranker=off): use "
+                                "method='reranker'")
     return RerankResult(reranker.name, rerank_chunks(view, query, chunks)[:top_n])

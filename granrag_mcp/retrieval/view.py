@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import Contribution
 from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
+
+if TYPE_CHECKING:
+    from granrag_mcp.retrieval.candidate_ranker import CandidateRanker
 
 Scored = list[tuple[int, float]]
 """A ranked list of (chunk id, score), best first."""
@@ -48,12 +52,14 @@ class View:
     """The primitives of retrieval, bound to one snapshot."""
 
     def __init__(
-        self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None,
+        self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None, *,
         doc_filter: DocFilter | None = None,
+        candidate_ranker: CandidateRanker | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.embedder = embedder
         self.reranker = reranker
+        self.candidate_ranker = candidate_ranker  # reorders HRR's candidates (retrieval/candidate_ranker.py)
         self.catalog = snapshot.catalog
         self.doc_filter = doc_filter
         self._allowed: dict[Level, np.ndarray] = {}
@@ -63,7 +69,7 @@ class View:
         if doc_filter is None:
             return self
         doc_filter.check(self.catalog)
-        return View(self.snapshot, self.embedder, self.reranker, doc_filter)
+        return View(self.snapshot, self.embedder, self.reranker, doc_filter=doc_filter, candidate_ranker=self.candidate_ranker)
 
     def allowed(self, level: Level) -> np.ndarray | None:
         """The chunk ids of `level` a search may return; None when the view is not filtered."""

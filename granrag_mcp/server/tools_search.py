@@ -111,14 +111,21 @@ def register(server: MCPServer, budget: int) -> None:
         chunk_ids: ChunkIds,
         ctx: Context[Any, Any],
         top_n: Annotated[int, Field(ge=1, le=100, description="How many of the best to return (1-100).")] = 5,
+        method: Annotated[
+            Literal["auto", "candidate-ranker", "reranker"],
+            Field(description="candidate-ranker: word coverage and sentence matches inside each chunk plus the "
+                  "reranker's score; reranker: the reranker alone; auto: the candidate ranker when configured."),
+        ] = "auto",
         max_tokens: MaxTokens = budget,
     ) -> RankedResult:
         """Reorder chunks by relevance to the query with the reranker (a cross-encoder when installed, else an
-        embedding-similarity fallback; its name is in `reranker`). Pass ids gathered from any searches, of any
-        levels, to choose which to read before answering. Returns the best top_n, best first.
+        embedding-similarity fallback), by default combined with the candidate ranker, which looks inside each
+        chunk for the query's words and best-matching sentences; the name of what ranked is in `reranker`.
+        Pass ids gathered from any searches, of any levels, to choose which to read before answering. Returns
+        the best top_n, best first.
         """
         view, tokens = holder_of(ctx).view()
-        result = rerank_ids(view, query, chunk_ids, top_n)
+        result = rerank_ids(view, query, chunk_ids, top_n, method)
         return hits_result(view, tokens, result.hits, max_tokens, result.reranker)  # type: ignore[return-value]
 
     @read_only_tool(server, "Hierarchical rerank search")

@@ -123,6 +123,15 @@ class LexicalIndex:
         positions = np.searchsorted(self.vocabulary, np.array(wanted, dtype=self.vocabulary.dtype))
         return [int(p) for p, t in zip(positions, wanted) if p < len(self.vocabulary) and self.vocabulary[p] == t]
 
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks hold each term (terms as `analyse` writes them); terms the index lacks are left out."""
+        out = {}
+        for term in set(terms):
+            columns = self._columns([term])
+            if columns:
+                out[term] = int(self.indptr[columns[0] + 1] - self.indptr[columns[0]])
+        return out
+
     def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The k best-scoring chunks; with `allowed` (chunk ids), the k best among those only."""
         columns = self._columns(analyse(query))

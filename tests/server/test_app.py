@@ -16,6 +16,7 @@ import pytest
 from mcp.client import Client
 from mcp_types import CallToolResult
 
+from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
 from granrag_mcp.cli import main as cli_main
 from granrag_mcp.engine import Engine
 from granrag_mcp.errors import ModelLoadError, StoreMismatchError, StoreNotFoundError
@@ -342,10 +343,14 @@ def test_rerank_orders_the_candidates(server) -> None:
     async def scenario(client: Client):
         pool = await call(client, "search_narrow", {"query": "lighthouse", "k": 10})
         ids = [h["chunk_id"] for h in pool["hits"]]
-        return ids, await call(client, "rerank", {"query": "lens of glass prisms", "chunk_ids": ids, "top_n": 3})
+        alone = await call(client, "rerank", {"query": "lens of glass prisms", "chunk_ids": ids, "top_n": 3,
+                                              "method": "reranker"})
+        return ids, alone, await call(client, "rerank", {"query": "lens of glass prisms", "chunk_ids": ids,
+                                                         "top_n": 3})
 
-    ids, result = run(server, scenario)
-    assert result["reranker"].startswith("sentence-windows-fallback:")
+    ids, alone, result = run(server, scenario)
+    assert alone["reranker"].startswith("sentence-windows-fallback:")
+    assert result["reranker"] == f"{shipped_ranker().name}+{alone['reranker']}"  # the candidate ranker by default
     assert len(result["hits"]) == 3 and {h["chunk_id"] for h in result["hits"]} <= set(ids)
     scores = [h["score"] for h in result["hits"]]
     assert scores == sorted(scores, reverse=True)
@@ -357,7 +362,7 @@ def test_hrr_search_returns_broad_parents_with_evidence(server) -> None:
         return await call(client, "hrr_search", {"query": "Quillon apple ripens", "k": 2})
 
     result = run(server, scenario)
-    assert result["reranker"].startswith("sentence-windows-fallback:")
+    assert result["reranker"].startswith(f"{shipped_ranker().name}+sentence-windows-fallback:")
     top = result["hits"][0]
     assert top["level"] == "broad" and "Quillon apple" in top["text"]
     assert top["evidence"] and all(e.startswith("mid:") for e in top["evidence"])

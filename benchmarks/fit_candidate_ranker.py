@@ -1,0 +1,74 @@
+"""Collect HRR's candidates and their features on a SQuAD file once (cached), then cross-validate and fit the
+candidate ranker across articles.
+
+    python benchmarks/fit_candidate_ranker.py --squad ../shared/datasets/squad-v1.1-dev-a.json \
+        --store /tmp/eval-store --cache /tmp/ranker-features.npz [--write granrag_mcp/retrieval/candidate_ranker.json]
+
+The store must already hold the SQuAD corpus (`granrag-mcp eval --squad FILE --store DIR` builds it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--squad", type=Path, required=True)
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--cache", type=Path, required=True, help="features file (.npz), made if missing")
+    parser.add_argument("--write", type=Path, help="write the ranker fitted on every question here")
+    parser.add_argument("--name", default="linear-squad-a-v1")
+    parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation of the logistic regression")
+    parser.add_argument("--out", type=Path, help="write the cross-validation figures (JSON) here")
+    args = parser.parse_args()
+
+    from granrag_mcp.evaluation.fit_ranker import Dataset, collect, cross_validate, fit_ranker
+    from granrag_mcp.evaluation.qa import load_squad
+    from granrag_mcp.retrieval.candidate_ranker import ALL_FEATURES, INSIDE_FEATURES
+
+    qa = load_squad(args.squad)
+    if args.cache.exists():
+        data = Dataset.load(args.cache)
+    else:
+        from granrag_mcp.engine import Engine, make_embedder
+        from granrag_mcp.evaluation.strategies import CachedEmbedder
+        from granrag_mcp.settings import Settings
+
+        settings = Settings(store=args.store)
+        embedder = CachedEmbedder(make_embedder(settings))
+        view = Engine(settings, embedder=embedder).view()
+        began = time.perf_counter()
+        vectors = embedder.embed([q.question.strip() for q in qa.questions])
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            if time.perf_counter() - last[0] > 10:
+                last[0] = time.perf_counter()
+                print(f"{done}/{total} questions, {last[0] - began:.0f} s", file=sys.stderr, flush=True)
+
+        data = collect(view, qa.questions, vectors, progress)
+        data.save(args.cache)
+        print(f"collected in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+    figures = {"hrr": cross_validate(data, ALL_FEATURES, c=args.c),
+               "chunks": cross_validate(data, INSIDE_FEATURES, c=args.c)}
+    print(json.dumps(figures, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=1) + "\n")
+    if args.write:
+        ranker = fit_ranker(data, args.name, f"SQuAD v1.1 dev, {args.squad.name} ({len(qa.questions)} questions, "
+                            f"{len(set(data.groups.tolist()))} articles)", c=args.c)
+        ranker.write(args.write)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,371 @@
+"""The candidate ranker: reorder retrieved chunks by features computed inside each one, with a small linear model.
+
+A bi-encoder scores a chunk by one pooled vector, and HRR's fusion only re-weights lists that already come from
+such scores; neither looks at where in a chunk the question's words and meaning land. This stage does: for every
+candidate it reads the candidate's sentences and measures how much of the question (stemmed, IDF-weighted) one,
+two or three consecutive sentences cover, the best sentence's BM25, how many of the question's word pairs occur,
+and the cosine of the best sentences' stored vectors, next to what HRR's lists said of the candidate. A logistic
+regression over these features orders the candidates; equal scores keep HRR's order.
+
+Two models live in one ranker file: `hrr` (inside features plus HRR's list ranks and scores, for `hrr_search`)
+and `chunks` (inside features and the reranker's score only, for reranking any chunk ids). The shipped file was
+fitted on SQuAD-style questions; `granrag-mcp eval --fit-ranker` fits one on another QA set.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import Stemmer
+
+from granrag_mcp.records import Chunk
+from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.levels import FINEST
+from granrag_mcp.store.lexical import analyse
+
+RANKER_FORMAT = "granrag-candidate-ranker"
+RANKER_FORMAT_VERSION = 1
+SHIPPED_RANKER = "candidate_ranker.json"
+"""The ranker shipped in this package, beside this module."""
+
+RANKED_HEAD = 20
+"""How many of HRR's candidates the ranker reorders (HRR reranks this many); the rest keep their places."""
+WINDOWS = (1, 2, 3)
+"""Runs of consecutive sentences the coverage features look at."""
+BM25_K1, BM25_B = 1.2, 0.75
+
+LIST_FEATURES = ("hrr_position", "hrr_score", "rr_rerank", "rr_sentence_dense", "rr_sentence_lexical",
+                 "rr_mid_lexical")
+"""What HRR's lists said of a candidate: its position, fused score, and reciprocal rank in each fused list."""
+INSIDE_FEATURES = ("rerank_score", "rerank_gap", "dense_best", "dense_top3", "dense_gap", "cover_1", "cover_2",
+                   "cover_3", "cover_all", "cover_gap", "bm25_best", "bm25_gap", "bigram_best", "sentences")
+"""What a candidate holds: the reranker's score, its sentences' cosines, coverage, BM25 and word pairs. A `_gap`
+feature is the candidate's value minus the best value among the candidates of the same query."""
+ALL_FEATURES = LIST_FEATURES + INSIDE_FEATURES
+
+_local = threading.local()  # one stemmer per thread: a PyStemmer object must not be shared between threads
+
+
+def stem(words: Sequence[str]) -> list[str]:
+    """English Snowball stems (PyStemmer), with its cache of recent words."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer.stemWords(list(words))
+
+
+STEM_CACHE_SIZE = 200_000
+"""Sentences whose stems are remembered, by chunk id (a chunk id always names the same text): agents and
+neighbouring questions meet the same sentences again, and analysing them is most of the ranker's work."""
+_stem_cache: OrderedDict[int, list[str]] = OrderedDict()
+_stem_lock = threading.Lock()
+
+
+def sentence_stems(ids: Sequence[int], texts: Sequence[str]) -> list[list[str]]:
+    """`stem(analyse(text))` of each sentence: remembered ones reused, the rest stemmed in one call."""
+    with _stem_lock:
+        known = {i: _stem_cache[i] for i in ids if i in _stem_cache}
+    missing = [(i, analyse(t)) for i, t in zip(ids, texts) if i not in known]
+    if missing:
+        flat = stem([w for _, words in missing for w in words])
+        begin = 0
+        for chunk_id, words in missing:
+            known[chunk_id] = flat[begin : begin + len(words)]
+            begin += len(words)
+        with _stem_lock:
+            for chunk_id, _ in missing:
+                _stem_cache[chunk_id] = known[chunk_id]
+            while len(_stem_cache) > STEM_CACHE_SIZE:
+                _stem_cache.popitem(last=False)
+    return [known[i] for i in ids]
+
+
+# --- the model ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    """Logistic regression over standardised features: score = coef . (x - mean) / scale + intercept."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+
+    def score(self, table: Mapping[str, np.ndarray]) -> np.ndarray:
+        x = np.column_stack([np.asarray(table[name], dtype=np.float64) for name in self.features])
+        return ((x - self.mean) / self.scale) @ self.coef + self.intercept
+
+    def to_json(self) -> dict[str, Any]:
+        return {"features": list(self.features), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
+                "coef": self.coef.tolist(), "intercept": float(self.intercept)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LinearModel:
+        features = tuple(data["features"])
+        unknown = [f for f in features if f not in ALL_FEATURES]
+        arrays = [np.asarray(data[key], dtype=np.float64) for key in ("mean", "scale", "coef")]
+        if unknown or any(a.shape != (len(features),) for a in arrays) or np.any(arrays[1] <= 0):
+            raise ValueError(f"a model needs known features {unknown or ''} and one positive scale, mean and "
+                             "coefficient for each")
+        return cls(features, *arrays, float(data["intercept"]))
+
+
+@dataclass(frozen=True)
+class CandidateRanker:
+    name: str
+    hrr: LinearModel
+    chunks: LinearModel
+    fitted_on: str = ""
+    cross_validation: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": RANKER_FORMAT, "format_version": RANKER_FORMAT_VERSION, "name": self.name,
+                "fitted_on": self.fitted_on, "cross_validation": dict(self.cross_validation),
+                "models": {"hrr": self.hrr.to_json(), "chunks": self.chunks.to_json()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CandidateRanker:
+        if data.get("format") != RANKER_FORMAT or data.get("format_version") != RANKER_FORMAT_VERSION:
+            raise ValueError(f"not a {RANKER_FORMAT} file of version {RANKER_FORMAT_VERSION}")
+        models = data["models"]
+        return cls(str(data["name"]), LinearModel.from_json(models["hrr"]), LinearModel.from_json(models["chunks"]),
+                   str(data.get("fitted_on", "")), dict(data.get("cross_validation", {})))
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
+
+
+def read_ranker(path: Path) -> CandidateRanker:
+    """A ranker file; InvalidInputError with what to do when it cannot be used."""
+    try:
+        return CandidateRanker.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"cannot use the candidate ranker {path} ({type(exc).__name__}: {exc}); fit a new "
+                                "one with `granrag-mcp eval --fit-ranker`, or use the shipped one") from None
+
+
+@lru_cache(maxsize=1)
+def shipped_ranker() -> CandidateRanker:
+    """The ranker fitted on SQuAD-A and shipped in the package."""
+    data = resources.files("granrag_mcp.retrieval").joinpath(SHIPPED_RANKER).read_text(encoding="utf-8")
+    return CandidateRanker.from_json(json.loads(data))
+
+
+# --- features -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class QueryTerms:
+    stems: list[str]  # distinct stems in query order
+    weights: np.ndarray  # IDF of each stem in the sentence index
+    bigrams: list[tuple[str, str]]  # distinct pairs of consecutive stems (stopwords dropped)
+
+
+def query_terms(view: Any, query: str) -> QueryTerms:
+    terms = analyse(query)
+    index = view.snapshot.lexical[FINEST]
+    frequencies = index.document_frequencies(terms)
+    n = len(index)
+    idf: dict[str, float] = {}
+    stems = stem(terms)
+    for term, s in zip(terms, stems):
+        df = frequencies.get(term, 0)
+        idf[s] = max(idf.get(s, 0.0), math.log1p((n - df + 0.5) / (df + 0.5)))
+    distinct = list(idf)
+    bigrams = list(dict.fromkeys((a, b) for a, b in zip(stems, stems[1:]) if a != b))
+    return QueryTerms(distinct, np.array([idf[s] for s in distinct], dtype=np.float64), bigrams)
+
+
+@dataclass
+class Sentences:
+    """The sentences of each candidate, flattened: texts, stored vectors, token counts, and where each candidate's
+    run starts and ends."""
+
+    texts: list[str]
+    vectors: np.ndarray
+    token_counts: np.ndarray
+    bounds: list[tuple[int, int]]
+    ids: list[int] | None = None  # their chunk ids, which let their stems be remembered
+
+    def of(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        begin, end = self.bounds[n]
+        return self.vectors[begin:end], self.token_counts[begin:end]
+
+
+def candidate_sentences(view: Any, chunks: Sequence[Chunk]) -> Sentences:
+    """Every candidate's finest-level chunks in document order, read in one catalog query and one vector read."""
+    members = view.descendants([c.id for c in chunks], [c.level for c in chunks], FINEST)
+    every = list(dict.fromkeys(i for ids in members for i in ids))
+    found = view.catalog.chunks(every)
+    dimension = view.embedder.dimension
+    stored = (view.snapshot.vectors[FINEST].reconstruct(np.array(every, dtype=np.int64)) if every
+              else np.zeros((0, dimension), np.float32))
+    row = {chunk_id: n for n, chunk_id in enumerate(every)}
+    texts, rows, counts, bounds, sentence_ids = [], [], [], [], []
+    for ids in members:
+        ids = [i for i in ids if i in found]
+        bounds.append((len(texts), len(texts) + len(ids)))
+        sentence_ids.extend(ids)
+        texts.extend(found[i].text for i in ids)
+        rows.extend(row[i] for i in ids)
+        counts.extend(found[i].token_count for i in ids)
+    vectors = np.asarray(stored, dtype=np.float32)[rows] if rows else np.zeros((0, dimension), np.float32)
+    return Sentences(texts, vectors.reshape(len(rows), -1), np.array(counts, dtype=np.float32), bounds, sentence_ids)
+
+
+def _window_max(rows: np.ndarray, width: int) -> np.ndarray:
+    """For each run of `width` consecutive rows (one run if there are fewer), the elementwise max."""
+    if len(rows) <= width:
+        return rows.max(axis=0, keepdims=True)
+    return np.max(np.stack([rows[i : len(rows) - width + 1 + i] for i in range(width)]), axis=0)
+
+
+def inside_features(
+    query: QueryTerms, vector: np.ndarray, sentences: Sentences, rerank_scores: Sequence[float]
+) -> dict[str, np.ndarray]:
+    """The features computed inside each candidate (see INSIDE_FEATURES), one value per candidate."""
+    n = len(sentences.bounds)
+    out = {name: np.zeros(n, dtype=np.float64) for name in INSIDE_FEATURES}
+    out["rerank_score"][:] = rerank_scores
+    total = float(query.weights.sum()) or 1.0
+    column = {s: j for j, s in enumerate(query.stems)}
+    pair = {b: j for j, b in enumerate(query.bigrams)}
+    tf = np.zeros((len(sentences.texts), len(query.stems)), dtype=np.float64)
+    pairs = np.zeros((len(sentences.texts), max(len(query.bigrams), 1)), dtype=bool)
+    lengths = np.zeros(len(sentences.texts), dtype=np.float64)
+    if sentences.ids is not None:
+        analysed = sentence_stems(sentences.ids, sentences.texts)
+    else:
+        analysed = [stem(analyse(text)) for text in sentences.texts]
+    for row, stems in enumerate(analysed):
+        lengths[row] = len(stems)
+        for s in stems:
+            j = column.get(s)
+            if j is not None:
+                tf[row, j] += 1.0
+        if pair:
+            for b in zip(stems, stems[1:]):
+                j = pair.get(b)
+                if j is not None:
+                    pairs[row, j] = True
+    average = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / average)
+    bm25 = ((tf * (BM25_K1 + 1.0) / (tf + norm[:, None])) @ query.weights) / total
+    present = (tf > 0).astype(np.float64)
+    cosines = sentences.vectors @ np.asarray(vector, dtype=np.float32) if len(sentences.texts) else np.zeros(0)
+    for c, (begin, end) in enumerate(sentences.bounds):
+        out["sentences"][c] = end - begin
+        if end == begin:
+            out["dense_best"][c] = out["dense_top3"][c] = -1.0
+            continue
+        rows = present[begin:end]
+        for width in WINDOWS:
+            out[f"cover_{width}"][c] = float((_window_max(rows, width) @ query.weights).max()) / total
+        out["cover_all"][c] = float(rows.max(axis=0) @ query.weights) / total
+        out["bm25_best"][c] = float(bm25[begin:end].max())
+        if query.bigrams:
+            out["bigram_best"][c] = float(_window_max(pairs[begin:end], 3).sum(axis=1).max()) / len(query.bigrams)
+        ordered = np.sort(cosines[begin:end])[::-1]
+        out["dense_best"][c] = float(ordered[0])
+        out["dense_top3"][c] = float(ordered[:3].mean())
+    for name, of in (("rerank_gap", "rerank_score"), ("dense_gap", "dense_best"), ("cover_gap", "cover_3"),
+                     ("bm25_gap", "bm25_best")):
+        out[name] = out[of] - (out[of].max() if n else 0.0)
+    return out
+
+
+def list_features(candidates: Sequence[Any]) -> dict[str, np.ndarray]:
+    """What HRR's fusion said of each candidate (ScoredChunks in HRR's order, with their contributions)."""
+    n = len(candidates)
+    out = {name: np.zeros(n, dtype=np.float64) for name in LIST_FEATURES}
+    top = max((c.score or 0.0 for c in candidates), default=0.0) or 1.0
+    for position, hit in enumerate(candidates):
+        out["hrr_position"][position] = 1.0 / (1.0 + position)
+        out["hrr_score"][position] = (hit.score or 0.0) / top
+        for name, contribution in hit.sources.items():
+            key = f"rr_{name}"
+            if key in out:
+                out[key][position] = 1.0 / contribution.rank
+    return out
+
+
+def order_by(scores: np.ndarray) -> list[int]:
+    """Positions best first; equal scores keep their given order."""
+    return sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+
+
+# --- ranking --------------------------------------------------------------------------------------------------
+
+
+def reranker_scores(view: Any, query: str, vector: np.ndarray, chunks: Sequence[Chunk], sentences: Sentences,
+                    known: Mapping[int, float] | None = None) -> list[float]:
+    """The view's reranker score of each chunk: from `known` (chunk id -> score) where given, else computed (from
+    the sentence vectors already read when the reranker reads those, else from the texts)."""
+    known = known or {}
+    missing = [n for n, c in enumerate(chunks) if c.id not in known]
+    computed: dict[int, float] = {}
+    reranker = view.reranker
+    if missing and reranker is not None:
+        if reranker.reads_sentence_vectors:
+            values = reranker.score_sentences(vector, [sentences.of(n) for n in missing])
+        else:
+            values = reranker.score(query, [chunks[n].text for n in missing])
+        computed = {n: float(v) for n, v in zip(missing, values)}
+    floor = min(known.values(), default=0.0)
+    return [known[c.id] if c.id in known else computed.get(n, floor) for n, c in enumerate(chunks)]
+
+
+def hrr_table(view: Any, query: str, vector: np.ndarray, candidates: Sequence[Any]) -> dict[str, np.ndarray]:
+    """Every feature of HRR's candidates (ScoredChunks in HRR's order)."""
+    chunks = [hit.chunk for hit in candidates]
+    sentences = candidate_sentences(view, chunks)
+    known = {hit.chunk.id: hit.sources["rerank"].score for hit in candidates if "rerank" in hit.sources}
+    scores = reranker_scores(view, query, vector, chunks, sentences, known)
+    return {**list_features(candidates), **inside_features(query_terms(view, query), vector, sentences, scores)}
+
+
+def rank_hrr_candidates(view: Any, query: str, vector: np.ndarray, candidates: Sequence[Any],
+                        ranker: CandidateRanker, head: int = RANKED_HEAD) -> list[Any]:
+    """HRR's candidates with the first `head` reordered by the ranker's `hrr` model (scores: its probabilities);
+    the rest follow in HRR's order."""
+    from granrag_mcp.retrieval.view import ScoredChunk
+
+    ranked = list(candidates[:head])
+    if not ranked:
+        return list(candidates)
+    scores = ranker.hrr.score(hrr_table(view, query, vector, ranked))
+    probabilities = 1.0 / (1.0 + np.exp(-scores))
+    out = [ScoredChunk(ranked[i].chunk, float(probabilities[i]), ranked[i].sources, ranked[i].evidence)
+           for i in order_by(scores)]
+    floor = min(h.score or 0.0 for h in out)
+    for hit in candidates[head:]:  # below every ranked one, in HRR's order
+        out.append(ScoredChunk(hit.chunk, floor * 0.5, hit.sources, hit.evidence))
+        floor *= 0.5
+    return out
+
+
+def rank_chunks(view: Any, query: str, chunks: Sequence[Chunk], ranker: CandidateRanker) -> list[Any]:
+    """Any chunks best first by the ranker's `chunks` model (scores: its probabilities)."""
+    from granrag_mcp.retrieval.view import ScoredChunk
+
+    if not chunks:
+        return []
+    vector = view.query_vector(query)
+    sentences = candidate_sentences(view, chunks)
+    table = inside_features(query_terms(view, query), vector, sentences,
+                            reranker_scores(view, query, vector, chunks, sentences))
+    scores = ranker.chunks.score(table)
+    probabilities = 1.0 / (1.0 + np.exp(-scores))
+    return [ScoredChunk(chunks[i], float(probabilities[i])) for i in order_by(scores)]

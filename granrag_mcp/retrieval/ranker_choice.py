@@ -1,0 +1,84 @@
+"""Which candidate ranker a server uses, and the ranker a store carries.
+
+A ranker fitted with `granrag-mcp eval --fit-ranker` is written into a new generation of the store (listed and
+checksummed in its manifest like every index file), so it travels with the index it was fitted on and a reader
+never sees a half-written one. The setting `candidate_ranker` picks: `auto` (the store's ranker where its current
+generation carries one, else the shipped one), `shipped`, `off`, or the path of a ranker file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.retrieval.candidate_ranker import CandidateRanker, read_ranker, shipped_ranker
+from granrag_mcp.store.manifest import MANIFEST_FILE
+from granrag_mcp.store.store import Snapshot, load_manifest, read_current
+from granrag_mcp.store.writer import StoreWriter
+
+log = logging.getLogger(__name__)
+
+STORE_RANKER_FILE = "candidate_ranker.json"
+"""The ranker's file in a generation folder."""
+
+
+class RankerChoice:
+    """The setting, resolved per snapshot: the same generation always gives the same ranker object."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self._fixed: CandidateRanker | None = None
+        self._by_folder: dict[Path, CandidateRanker] = {}
+        if spec == "shipped":
+            self._fixed = shipped_ranker()
+        elif spec not in ("auto", "off"):
+            self._fixed = read_ranker(Path(spec).expanduser())
+
+    def for_snapshot(self, snapshot: Snapshot) -> CandidateRanker | None:
+        if self.spec == "off":
+            return None
+        if self._fixed is not None:
+            return self._fixed
+        if STORE_RANKER_FILE not in snapshot.manifest.files:
+            return shipped_ranker()
+        ranker = self._by_folder.get(snapshot.folder)
+        if ranker is None:  # the file was checksummed when the snapshot opened
+            ranker = self._by_folder[snapshot.folder] = read_ranker(snapshot.folder / STORE_RANKER_FILE)
+        return ranker
+
+
+def carry_ranker(base_folder: Path | None, folder: Path) -> None:
+    """Copy the base generation's ranker into a new generation folder being written, if it has one."""
+    if base_folder is not None and (base_folder / STORE_RANKER_FILE).is_file():
+        shutil.copyfile(base_folder / STORE_RANKER_FILE, folder / STORE_RANKER_FILE)
+
+
+def write_store_ranker(store: Path, ranker: CandidateRanker) -> str:
+    """Commit a new generation that holds the current one's files and `ranker`; returns its name."""
+    with StoreWriter(store, command="eval --fit-ranker") as writer:
+        pointer = read_current(store)
+        if pointer is None:
+            raise InvalidInputError(f"no index at {store}: build one with `granrag-mcp index` first")
+        manifest = load_manifest(store, pointer)
+        base = store / pointer.generation
+        last, _ = writer.numbering()
+        generation = last + 1
+        folder = writer.new_folder(generation)
+        try:
+            for name in manifest.files:
+                if name in (MANIFEST_FILE, STORE_RANKER_FILE):
+                    continue
+                try:  # the index files never change once published: share them where the file system can
+                    os.link(base / name, folder / name)
+                except OSError:
+                    shutil.copyfile(base / name, folder / name)
+            ranker.write(folder / STORE_RANKER_FILE)
+            final = writer.publish(folder, manifest.model_copy(update={"generation": generation, "files": {}}))
+        except BaseException:
+            writer.abandon(generation)
+            raise
+    log.info("the store %s carries the ranker %s from %s on", store, ranker.name, final.name)
+    return final.name

@@ -1,0 +1,45 @@
+import numpy as np
+
+from granrag_mcp.evaluation.fit_ranker import Dataset, beats, cross_validate, fit_model, ranks
+from granrag_mcp.retrieval.candidate_ranker import ALL_FEATURES
+
+
+def synthetic(questions=120, candidates=8, seed=0):
+    """HRR puts the answer at a random place; the feature cover_1 tells where it is (with noise)."""
+    rng = np.random.default_rng(seed)
+    rows, question, position, hit = [], [], [], []
+    for q in range(questions):
+        answer = int(rng.integers(candidates))
+        for p in range(candidates):
+            x = rng.normal(size=len(ALL_FEATURES))
+            x[ALL_FEATURES.index("cover_1")] += 3.0 if p == answer else 0.0
+            rows.append(x)
+            question.append(q)
+            position.append(p)
+            hit.append(p == answer)
+    n = len(hit)
+    return Dataset(np.array(rows), np.array(question, np.int32), np.array(position, np.int32), np.array(hit),
+                   np.arange(n, dtype=np.int64), np.array(hit), np.array([f"doc{q % 6}" for q in range(questions)]))
+
+
+def test_a_feature_that_tells_the_answer_is_learned_across_documents():
+    data = synthetic()
+    figures = cross_validate(data, seeds=(0,))
+    assert figures["documents"] == 6 and figures["questions"] == 120
+    assert figures["fitted"]["mid MRR@5"] > figures["HRR"]["mid MRR@5"] + 0.3
+    model = fit_model(data, np.ones(len(data.question), bool), ALL_FEATURES)
+    assert model.coef[ALL_FEATURES.index("cover_1")] == max(model.coef)
+
+
+def test_ranks_follow_hrr_order_without_a_model():
+    data = synthetic(questions=10)
+    mid, broad = ranks(data, np.arange(10), None)
+    assert mid == [int(np.flatnonzero(data.mid_hit[data.question == q])[0]) + 1 for q in range(10)]
+    assert mid == broad  # every candidate has its own parent here
+
+
+def test_a_fit_is_used_only_when_it_wins_at_both_levels():
+    shipped = {"broad MRR@5": 0.95, "mid MRR@5": 0.91}
+    assert beats({"broad MRR@5": 0.96, "mid MRR@5": 0.91}, shipped)
+    assert not beats({"broad MRR@5": 0.97, "mid MRR@5": 0.90}, shipped)
+    assert not beats(shipped, shipped)

@@ -1,0 +1,126 @@
+import json
+
+import numpy as np
+import pytest
+
+from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.retrieval.candidate_ranker import (
+    ALL_FEATURES, INSIDE_FEATURES, CandidateRanker, LinearModel, QueryTerms, Sentences, inside_features, order_by,
+    read_ranker, shipped_ranker, stem,
+)
+from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
+from granrag_mcp.retrieval.rerank import rerank
+from granrag_mcp.retrieval.view import View
+from granrag_mcp.rerankers import SentenceWindowReranker
+from granrag_mcp.store.store import Snapshot
+from tests.fakes import FakeEmbedder
+from tests.helpers import index, write_corpus
+
+
+@pytest.fixture(scope="module")
+def views(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ranker")
+    index(write_corpus(root / "docs"), root / "store")
+    embedder = FakeEmbedder()
+    snapshot = Snapshot.open(root / "store")
+    reranker = SentenceWindowReranker(embedder)
+    return View(snapshot, embedder, reranker), View(snapshot, embedder, reranker, candidate_ranker=shipped_ranker())
+
+
+def test_stemming_folds_word_forms_together():
+    assert stem(["running", "runs", "run"]) == ["run", "run", "run"]
+    assert stem(["observed", "observing"]) == ["observ", "observ"]
+
+
+def test_the_shipped_ranker_reads_and_round_trips(tmp_path):
+    ranker = shipped_ranker()
+    assert set(ranker.hrr.features) <= set(ALL_FEATURES) and set(ranker.chunks.features) <= set(INSIDE_FEATURES)
+    assert ranker.cross_validation["hrr"]["fitted"]["broad MRR@5"] > ranker.cross_validation["hrr"]["HRR"]["broad MRR@5"]
+    ranker.write(tmp_path / "r.json")
+    again = read_ranker(tmp_path / "r.json")
+    assert again.name == ranker.name and np.array_equal(again.hrr.coef, ranker.hrr.coef)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda d: d.update(format="other"),
+    lambda d: d["models"]["hrr"].update(coef=[1.0]),
+    lambda d: d["models"]["chunks"]["features"].append("no_such_feature"),
+    lambda d: d["models"]["hrr"].update(scale=[0.0] * len(d["models"]["hrr"]["features"])),
+])
+def test_a_damaged_ranker_file_is_refused_with_what_to_do(tmp_path, damage):
+    data = shipped_ranker().to_json()
+    damage(data)
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    with pytest.raises(InvalidInputError, match="--fit-ranker"):
+        read_ranker(tmp_path / "r.json")
+
+
+def test_a_linear_model_scores_standardised_features():
+    model = LinearModel(("cover_1", "bm25_best"), np.array([1.0, 0.0]), np.array([2.0, 1.0]), np.array([1.0, -1.0]), 0.5)
+    scores = model.score({"cover_1": np.array([3.0, 1.0]), "bm25_best": np.array([0.0, 2.0]), "other": np.zeros(2)})
+    assert scores.tolist() == [1.5, -1.5]
+
+
+def test_equal_scores_keep_the_given_order():
+    assert order_by(np.array([0.2, 0.5, 0.2, 0.5])) == [1, 3, 0, 2]
+
+
+def _sentences(texts_per_candidate):
+    texts = [t for texts in texts_per_candidate for t in texts]
+    bounds, begin = [], 0
+    for texts_of in texts_per_candidate:
+        bounds.append((begin, begin + len(texts_of)))
+        begin += len(texts_of)
+    vectors = np.eye(len(texts), 4, dtype=np.float32)
+    return Sentences(texts, vectors, np.ones(len(texts), np.float32), bounds)
+
+
+def test_coverage_counts_query_words_in_one_to_three_consecutive_sentences():
+    query = QueryTerms(stem(["telescop", "quasar", "redshift"]), np.array([1.0, 2.0, 1.0]),
+                       [tuple(stem(["quasar", "redshift"]))])
+    sentences = _sentences([
+        ["The telescopes saw a quasar and its redshift.", "Nothing else."],  # all three in one sentence
+        ["The telescope was new.", "A quasar shone.", "Its redshift was large."],  # spread over three
+        ["Bread rises in the oven."],  # none
+    ])
+    out = inside_features(query, np.array([1, 0, 0, 0], np.float32), sentences, [0.3, 0.2, 0.1])
+    assert out["cover_1"].tolist() == [1.0, 0.5, 0.0]
+    assert out["cover_2"][1] == 0.75 and out["cover_3"][1] == 1.0 and out["cover_all"][1] == 1.0
+    assert out["bigram_best"].tolist() == [1.0, 0.0, 0.0]  # stopwords dropped: "quasar and its redshift" is a pair
+    assert out["bm25_best"][0] > out["bm25_best"][1] > out["bm25_best"][2] == 0.0
+    assert out["cover_gap"].tolist() == [0.0, 0.0, -1.0]
+    assert out["rerank_gap"].tolist() == pytest.approx([0.0, -0.1, -0.2])
+    assert out["dense_best"].tolist() == [1.0, 0.0, 0.0] and out["sentences"].tolist() == [2, 3, 1]
+
+
+def test_word_pairs_count_when_adjacent():
+    query = QueryTerms(stem(["quasar", "redshift"]), np.array([1.0, 1.0]), [tuple(stem(["quasar", "redshift"]))])
+    out = inside_features(query, np.zeros(4, np.float32), _sentences([["The quasar redshift."], ["Redshift, quasar."]]),
+                          [0.0, 0.0])
+    assert out["bigram_best"].tolist() == [1.0, 0.0]
+
+
+def test_hrr_with_the_ranker_reorders_its_candidates_and_says_so(views):
+    plain, ranked = views
+    name, before = hrr_candidates(plain, "knead the dough overnight")
+    ranked_name, after = hrr_candidates(ranked, "knead the dough overnight")
+    assert name == plain.reranker.name and ranked_name == f"{shipped_ranker().name}+{name}"
+    assert sorted(h.chunk.id for h in before) == sorted(h.chunk.id for h in after)
+    assert [h.score for h in after] == sorted((h.score for h in after), reverse=True)
+    assert "dough" in after[0].chunk.text.lower()
+    result = hrr_search(ranked, "knead the dough overnight", k=3)
+    assert result.reranker == ranked_name and result.hits[0].chunk.doc_id == "cooking.txt"
+    assert hrr_candidates(ranked, "knead the dough overnight", ranked=False)[1][0].chunk.id == before[0].chunk.id
+
+
+def test_rerank_offers_the_ranker_and_the_reranker_alone(views):
+    plain, ranked = views
+    mids = [m.public_id for m in plain.snapshot.catalog.chunks_of_level("mid")]
+    by_ranker = rerank(ranked, "sailors trimmed the mainsail", mids, top_n=3)
+    assert by_ranker.reranker.startswith(shipped_ranker().name) and "mainsail" in by_ranker.hits[0].chunk.text
+    assert all(0.0 < h.score < 1.0 for h in by_ranker.hits)
+    alone = rerank(ranked, "sailors trimmed the mainsail", mids, top_n=3, method="reranker")
+    assert alone.reranker == plain.reranker.name
+    assert rerank(plain, "sailors trimmed the mainsail", mids, top_n=3).reranker == plain.reranker.name
+    with pytest.raises(InvalidInputError, match="method='reranker'"):
+        rerank(plain, "sailors", mids, top_n=3, method="candidate-ranker")
