@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from granrag_mcp.devices import Device
 from granrag_mcp.embedding import DEFAULT_MODEL, Precision
 from granrag_mcp.indexing.chunking import ChunkSettings
 from granrag_mcp.rerank import DEFAULT_CROSS_ENCODER
@@ -58,7 +59,11 @@ class Settings(BaseSettings):
         None, ge=1, le=256, description="Embedding batches run side by side, one thread each (default: one per core)."
     )
     precision: Precision = Field(
-        "auto", description="Embedding arithmetic: fp32, bf16, or auto (bf16 where the CPU has AVX512-BF16/AMX)."
+        "auto", description="Embedding arithmetic: fp32, bf16, fp16, or auto (CPU: bf16 where it has AVX512-BF16/AMX; GPU: bf16 "
+        "where it has it, else fp16)."
+    )
+    device: Device = Field(
+        "auto", description="Where the embedding model runs: cpu, cuda, or auto (the GPU where torch sees one)."
     )
     threads: int = Field(
         1, ge=1, le=256, description="CPU threads of the model and FAISS inside one query (serve, search, eval)."
