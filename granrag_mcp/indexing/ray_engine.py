@@ -44,7 +44,7 @@ CPU_ACTOR_CPUS = 0.75
 def import_ray() -> Any:
     try:
         import ray
-        import ray.data  # noqa: F401  (the data library is a separate part of the extra)
+        import ray.data  # the data library is a separate part of the extra
     except ImportError as exc:
         raise InvalidInputError(
             f"--engine ray needs Ray Data, which is not installed: run `{RAY_INSTALL}`, or use --engine local"
@@ -73,15 +73,19 @@ class _EmbedBatch:
     """A Ray actor holding one embedding model; each call embeds a batch of prepared documents."""
 
     def __init__(self, settings: Settings) -> None:
+        from granrag_mcp.embedding import set_model_threads
         from granrag_mcp.engine import make_embedder
 
         self._embedder = make_embedder(settings)
+        if settings.device == "cpu":
+            set_model_threads(1)  # one actor per CPU: a thread pool per actor would fight the others for cores
         self._mode = settings.vector_mode
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from pathlib import Path
 
-        sources = [SourceFile(Path(p), d, s) for p, d, s in zip(batch["path"], batch["doc_id"], batch["suffix"])]
+        columns = zip(batch["path"], batch["doc_id"], batch["suffix"], strict=True)
+        sources = [SourceFile(Path(p), d, s) for p, d, s in columns]
         prepared = [pickle.loads(payload) for payload in batch["payload"]]
         embed_documents(sources, prepared, self._embedder, self._mode)
         payloads = [pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL) for p in prepared]
@@ -150,10 +154,8 @@ class RayStages:
             batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=actors), **reserve,
         )
         results: list[PreparedDocument | None] = [None] * len(changed)
-        done = 0
-        for row in dataset.iter_rows():
+        for done, row in enumerate(dataset.iter_rows(), 1):
             results[int(row["order"])] = pickle.loads(row["payload"])
-            done += 1
             progress.update("documents extracted, chunked and embedded (Ray)", done, len(changed))
         missing = [changed[i][0].doc_id for i, r in enumerate(results) if r is None]
         if missing:  # Ray reports lost work as an error; this guards the contract the writer relies on

@@ -115,5 +115,5 @@ def test_a_prepared_failure_raises_the_extraction_error(tmp_path):
     source = SourceFile(tmp_path / "gone.txt", "gone.txt", ".txt")
     prepared = prepare_document(source, get_tokenizer(), SMALL_CHUNKS)
     assert prepared.extracted is None and prepared.failure
-    with pytest.raises(ExtractionError, match="gone.txt"):
+    with pytest.raises(ExtractionError, match=r"gone\.txt"):
         prepared.result(source)
