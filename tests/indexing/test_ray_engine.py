@@ -36,7 +36,8 @@ def test_without_ray_the_engine_says_which_extra_to_install(monkeypatch, tmp_pat
 def ray_cluster():
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True, logging_level="WARNING")
+    gpus = 1 if cuda_present() else 0
+    ray.init(num_cpus=2, num_gpus=gpus, include_dashboard=False, log_to_driver=True, logging_level="WARNING")
     try:
         yield ray
     finally:
@@ -76,6 +77,26 @@ def test_ray_builds_the_local_engines_store_and_updates_it_the_same_way(ray_clus
     assert comparison.same_chunks and comparison.min_cosine >= 0.9999
 
 
+def cuda_present() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@needs_ray
+@pytest.mark.skipif(not cuda_present(), reason="needs a CUDA device visible to torch")
+def test_ray_on_a_gpu_gives_the_cpu_stores_chunks_and_near_vectors(ray_cluster, tmp_path):
+    from granrag_mcp.engine import run_index
+
+    docs = write_corpus(tmp_path / "docs", DOCS, repeat=2)
+    run([docs], tmp_path / "cpu", "local")
+    settings = Settings(store=tmp_path / "gpu", device="auto", broad_tokens=256, broad_overlap=32, mid_tokens=64)
+    run_index([docs], settings, quiet=True, engine="ray")  # one actor on the cluster's GPU
+    comparison = compare_stores(tmp_path / "cpu", tmp_path / "gpu")
+    assert comparison.same_chunks, comparison.differences
+    assert comparison.min_cosine >= 0.999  # half precision on the GPU against the CPU's arithmetic
+
+
 @needs_ray
 def test_cli_on_ray_keeps_stdout_for_its_json_and_reports_progress_on_stderr(ray_cluster, tmp_path):
     docs = write_corpus(tmp_path / "docs")
@@ -112,3 +133,13 @@ def test_ray_address_needs_the_ray_engine(tmp_path, capsys):
     docs = write_corpus(tmp_path / "docs")
     assert main(["index", str(docs), "--store", str(tmp_path / "store"), "--ray-address", "auto"]) == 1
     assert "--ray-address needs --engine ray" in capsys.readouterr().err
+
+
+def test_the_server_and_the_local_engine_never_import_ray():
+    code = (
+        "import sys\n"
+        "import granrag_mcp.cli, granrag_mcp.engine, granrag_mcp.server.app, granrag_mcp.indexing.pipeline\n"
+        "assert 'ray' not in sys.modules, 'ray imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
