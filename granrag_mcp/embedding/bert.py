@@ -168,7 +168,7 @@ class BertMeanEncoder:
                 "attention_mask": torch.from_numpy(mask).to(self._device)}
 
     def set_precision(self, precision: str) -> None:
-        self.module.set_precision(torch.bfloat16 if precision == "bf16" else torch.float32)
+        self.module.set_precision({"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32))
 
     def pooled(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         return mean_pool(self.module(features["input_ids"], features["attention_mask"]), features["attention_mask"])

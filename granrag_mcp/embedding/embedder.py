@@ -98,7 +98,7 @@ def torch_runs_avx512() -> bool:
     return torch.backends.cpu.get_cpu_capability() == "AVX512"
 
 
-def resolve_precision(precision: Precision) -> Literal["fp32", "bf16"]:
+def resolve_precision(precision: Precision) -> Literal["fp32", "bf16", "fp16"]:
     """Precision "auto" is bf16 only where both the CPU and torch's kernels do bf16 natively: emulated, bf16 is
     slower than fp32."""
     if precision == "auto":
@@ -143,6 +143,7 @@ class SentenceTransformerEmbedder:
         device: str = "cpu",
         precision: Precision = "auto",
         workers: int | None = None,
+        batch_tokens: int = BATCH_TOKENS,
     ) -> None:
         offline_models()
         import torch
@@ -161,11 +162,17 @@ class SentenceTransformerEmbedder:
         self._torch = torch
         self._device_type = torch.device(device).type
         self.name = model
-        self.precision = resolve_precision(precision)
+        if self._device_type == "cuda":
+            from granrag_mcp.embedding.devices import gpu_precision
+
+            self.precision = gpu_precision(precision)
+        else:
+            self.precision = resolve_precision(precision)
         self._encoder.set_precision(self.precision)
         self.dimension = self._encoder.dimension
         self.max_tokens = self._encoder.max_tokens
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.workers = workers or usable_cores()
         if self.workers > 1:
             # Batches run side by side, one per core, each on one thread: on a busy machine a torch thread pool
@@ -184,7 +191,8 @@ class SentenceTransformerEmbedder:
         torch = self._torch
         with self._lock:
             features = self._encoder.features(texts)
-        with torch.inference_mode(), torch.autocast(self._device_type, torch.bfloat16, enabled=self.precision == "bf16"):
+        half = torch.float16 if self.precision == "fp16" else torch.bfloat16
+        with torch.inference_mode(), torch.autocast(self._device_type, half, enabled=self.precision != "fp32"):
             vectors = self._encoder.pooled(features)
         return normalise(vectors.float().cpu().numpy())
 
@@ -199,7 +207,7 @@ class SentenceTransformerEmbedder:
         distinct = list(dict.fromkeys(texts))
         with self._lock:
             lengths = self._encoder.token_lengths(distinct)
-        batches = plan_batches(lengths, self.batch_size)
+        batches = plan_batches(lengths, self.batch_size, self.batch_tokens)
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
         done = 0
         with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:

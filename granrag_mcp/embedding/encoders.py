@@ -32,7 +32,7 @@ class Encoder(Protocol):
         ...
 
     def set_precision(self, precision: str) -> None:
-        """Prepare the weights for "fp32" or "bf16" matrix products (`pooled` then runs under bf16 autocast)."""
+        """Prepare the weights for "fp32", "bf16" or "fp16" matrix products (`pooled` then runs under autocast)."""
         ...
 
     def token_lengths(self, texts: list[str]) -> list[int]:
@@ -53,14 +53,15 @@ class _HuggingFaceTokens:
     max_tokens: int
 
     def set_precision(self, precision: str) -> None:
-        if precision == "bf16":
+        if precision in ("bf16", "fp16"):
             import torch
 
             # Autocast would cast every Linear weight to bf16 on every call; cast them once instead (the same
             # numbers, and a single query no longer pays for converting the whole model).
+            half = torch.bfloat16 if precision == "bf16" else torch.float16
             for module in self.module.modules():
                 if isinstance(module, torch.nn.Linear):
-                    module.to(torch.bfloat16)
+                    module.to(half)
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         return [min(len(ids), self.max_tokens) for ids in self.tokenizer(texts, verbose=False)["input_ids"]]

@@ -24,6 +24,7 @@ from granrag_mcp.indexing.chunk_vectors import level_vectors
 from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
 from granrag_mcp.indexing.extract import extract_text
+from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
 from granrag_mcp.progress import Progress
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
 from granrag_mcp.records import Chunk, ChunkSpan
@@ -96,6 +97,7 @@ def index_paths(
     prune: bool = False,
     rebuild: bool = False,
     progress: Progress | None = None,
+    parallel: ParallelStages | None = None,
 ) -> IndexSummary:
     progress = progress or Progress(enabled=False)
     summary = IndexSummary(store=Path(store_root))
@@ -120,7 +122,7 @@ def index_paths(
             return _index_with_base(
                 writer, base, found.files, summary, clock, progress,
                 embedder_factory=embedder_factory, tokenizer=tokenizer, chunking=chunking,
-                vector_mode=vector_mode, model_name=model_name, prune=prune,
+                vector_mode=vector_mode, model_name=model_name, prune=prune, parallel=parallel,
             )
         finally:
             if base is not None:
@@ -141,6 +143,7 @@ def _index_with_base(
     vector_mode: VectorMode,
     model_name: str,
     prune: bool,
+    parallel: ParallelStages | None = None,
 ) -> IndexSummary:
     wanted = StoreIdentity(
         model=model_name,
@@ -169,12 +172,18 @@ def _index_with_base(
                 changed.append((source, digest))
     removed = sorted(set(known) - {f.doc_id for f in files}) if prune else []
 
+    outcomes: list[PreparedDocument] | None = None
+    if parallel is not None and changed:  # extract, chunk and embed every changed document on the workers
+        with clock.stage("parallel"):
+            outcomes = parallel.run(changed, progress)
     new_docs: list[_NewDocument] = []
+    parallel_done: list[PreparedDocument] = []  # the outcomes of the documents kept, in new_docs' order
     for number, (source, digest) in enumerate(changed, 1):
-        progress.update("extracting documents", number, len(changed))
+        if outcomes is None:
+            progress.update("extracting documents", number, len(changed))
         with clock.stage("extract"):
             try:
-                extracted = extract_text(source)
+                extracted = outcomes[number - 1].result(source) if outcomes is not None else extract_text(source)
             except ExtractionError as exc:
                 log.warning("skipped %s: %s", source.path, exc.reason)
                 summary.failed.append((str(source.path), exc.reason))
@@ -190,8 +199,12 @@ def _index_with_base(
             log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
             summary.guessed_encodings.append((str(source.path), extracted.encoding))
         with clock.stage("chunk"):
-            spans = chunk_document(extracted.text, tokenizer, chunking)
-            n_tokens = tokenizer.count(extracted.text)
+            if outcomes is not None:
+                spans, n_tokens = outcomes[number - 1].spans, outcomes[number - 1].n_tokens
+                parallel_done.append(outcomes[number - 1])
+            else:
+                spans = chunk_document(extracted.text, tokenizer, chunking)
+                n_tokens = tokenizer.count(extracted.text)
         new_docs.append(_NewDocument(source, digest, extracted.text, spans, n_tokens))
         if source.doc_id in known:
             summary.updated += 1
@@ -208,11 +221,13 @@ def _index_with_base(
         summary.generation = base.generation
         return summary
 
-    if new_docs:
+    dimension = dimension_of(parallel_done)
+    if new_docs and outcomes is None:
         embedder = embedder_factory()
         if embedder.dimension <= 0:
             raise InvalidInputError("the embedding model reports no dimension")
-    identity = wanted.model_copy(update={"dimension": embedder.dimension}) if embedder else wanted
+        dimension = embedder.dimension
+    identity = wanted.model_copy(update={"dimension": dimension}) if new_docs else wanted
     if base is not None:
         check_identity(writer.root, base.manifest, identity)
 
@@ -224,7 +239,10 @@ def _index_with_base(
     vectors = {}
     if new_docs:
         with clock.stage("embed"):
-            vectors = _embed(new_docs, chunks, embedder, vector_mode, progress)  # type: ignore[arg-type]
+            if outcomes is not None:  # embedded on the workers already
+                vectors = gather_vectors(parallel_done, dimension)
+            else:
+                vectors = _embed(new_docs, chunks, embedder, vector_mode, progress)  # type: ignore[arg-type]
 
     generation = max(base.generation if base else 0, last_generation) + 1
     try:

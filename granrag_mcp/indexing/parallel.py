@@ -1,0 +1,104 @@
+"""The per-document stages of an index run, as pure functions a parallel engine runs on its workers.
+
+A document's extraction, chunking and vectors depend on that document alone (a mid or broad vector pools only
+the sentences beneath it), so any set of workers can run them in any order. What needs the whole run stays in
+the one process that writes the store: numbering the chunks, and committing the generation. The local engine
+and a parallel one therefore give the same chunk ids, and vectors that differ only by the arithmetic of
+batches of a different make-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from granrag_mcp.embedding.embedder import Embedder
+from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.chunking import ChunkSettings, chunk_document
+from granrag_mcp.indexing.discovery import SourceFile
+from granrag_mcp.indexing.extract import ExtractedText, extract_text
+from granrag_mcp.records import LEVELS, ChunkSpan, Level
+from granrag_mcp.store.manifest import VectorMode
+from granrag_mcp.tokens import Tokenizer
+
+if TYPE_CHECKING:
+    from granrag_mcp.progress import Progress
+
+
+@dataclass
+class PreparedDocument:
+    """One changed document after the per-document stages: its text, chunks and vectors, or why it failed."""
+
+    extracted: ExtractedText | None
+    failure: str | None = None
+    spans: list[ChunkSpan] = field(default_factory=list)
+    n_tokens: int = 0
+    vectors: dict[Level, np.ndarray] = field(default_factory=dict)  # one row per span of that level, in order
+
+    def result(self, source: SourceFile) -> ExtractedText:
+        """The extracted text, or the ExtractionError the local engine would have raised for this document."""
+        if self.extracted is None:
+            raise ExtractionError(source.path, self.failure or "extraction failed")
+        return self.extracted
+
+
+class ParallelStages(Protocol):
+    """An engine that runs the per-document stages elsewhere (Ray) and hands back one result per document, in
+    the order asked for."""
+
+    def run(self, changed: Sequence[tuple[SourceFile, str]], progress: Progress) -> list[PreparedDocument]: ...
+
+
+def prepare_document(source: SourceFile, tokenizer: Tokenizer, chunking: ChunkSettings) -> PreparedDocument:
+    """Extract and chunk one document, as the local engine does."""
+    try:
+        extracted = extract_text(source)
+    except ExtractionError as exc:
+        return PreparedDocument(None, failure=exc.reason)
+    spans = chunk_document(extracted.text, tokenizer, chunking)
+    return PreparedDocument(extracted, spans=spans, n_tokens=tokenizer.count(extracted.text))
+
+
+def embed_documents(
+    sources: Sequence[SourceFile], prepared: Sequence[PreparedDocument], embedder: Embedder, mode: VectorMode
+) -> None:
+    """Fill in the vectors of a batch of prepared documents, in one embedding run over all their texts (so the
+    model sees full batches), by the same code as the local engine."""
+    from granrag_mcp.indexing.pipeline import _assign_ids, _embed, _NewDocument
+    from granrag_mcp.progress import Progress
+
+    docs = [
+        _NewDocument(source, p.extracted.content_hash, p.extracted.text, p.spans, p.n_tokens)
+        for source, p in zip(sources, prepared, strict=True)
+        if p.extracted is not None
+    ]
+    if not docs:
+        return
+    chunks, _ = _assign_ids(docs, 0)  # ids local to this batch: only the rows' order matters here
+    vectors = _embed(docs, chunks, embedder, mode, Progress(enabled=False))
+    done = {level: 0 for level in LEVELS}
+    for doc, p in zip(docs, (p for p in prepared if p.extracted is not None), strict=True):
+        for level in LEVELS:
+            count = sum(1 for span in doc.spans if span.level == level)
+            p.vectors[level] = np.ascontiguousarray(vectors[level][done[level] : done[level] + count])
+            done[level] += count
+
+
+def gather_vectors(prepared: Sequence[PreparedDocument], dimension: int) -> dict[Level, np.ndarray]:
+    """The documents' vectors stacked per level in document order: the order the writer numbers chunks in."""
+    return {
+        level: np.concatenate(
+            [np.zeros((0, dimension), dtype=np.float32)] + [p.vectors[level] for p in prepared]
+        ).astype(np.float32, copy=False)
+        for level in LEVELS
+    }
+
+
+def dimension_of(prepared: Sequence[PreparedDocument]) -> int:
+    for p in prepared:
+        if "narrow" in p.vectors:
+            return int(p.vectors["narrow"].shape[1])
+    return 0

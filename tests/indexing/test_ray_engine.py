@@ -1,0 +1,145 @@
+"""`index --engine ray` against the local engine, on a local two-CPU Ray cluster with the real bundled model."""
+
+import json
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+
+import pytest
+
+from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.settings import Settings
+from granrag_mcp.store.compare import compare_stores
+from tests.helpers import write_corpus
+
+RAY_INSTALL = "pip install 'granrag-mcp[ray]'"
+needs_ray = pytest.mark.skipif(find_spec("ray") is None, reason=f"needs Ray: {RAY_INSTALL}")
+
+DOCS = {
+    f"topic-{n}.md": " ".join(
+        f"Paragraph {k} of the note on subject {n} explains how part {k} connects to part {k + 1}." for k in range(40)
+    )
+    for n in range(6)
+}
+
+
+def test_without_ray_the_engine_says_which_extra_to_install(monkeypatch, tmp_path):
+    from granrag_mcp.indexing import ray_engine
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: the import fails
+    with pytest.raises(InvalidInputError, match=r"pip install 'granrag-mcp\[ray\]'"):
+        ray_engine.RayStages(Settings(store=tmp_path / "store"))
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    import ray
+
+    gpus = 1 if cuda_present() else 0
+    ray.init(num_cpus=2, num_gpus=gpus, include_dashboard=False, log_to_driver=True, logging_level="WARNING")
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def run(paths, store, engine, **options):
+    from granrag_mcp.engine import run_index
+
+    settings = Settings(store=store, device="cpu", broad_tokens=256, broad_overlap=32, mid_tokens=64)
+    return run_index(paths, settings, quiet=True, engine=engine, **options)
+
+
+@needs_ray
+def test_ray_builds_the_local_engines_store_and_updates_it_the_same_way(ray_cluster, tmp_path):
+    docs = write_corpus(tmp_path / "docs", DOCS, repeat=2)
+    stores = {engine: tmp_path / engine for engine in ("local", "ray")}
+    for engine, store in stores.items():
+        assert run([docs], store, engine).added == len(DOCS)
+    comparison = compare_stores(stores["local"], stores["ray"])
+    assert comparison.same_chunks, comparison.differences
+    assert comparison.min_cosine >= 0.9999
+
+    (docs / "topic-1.md").write_text("A rewritten note. It now speaks of tides and of the moon.", encoding="utf-8")
+    (docs / "topic-4.md").unlink()
+    (docs / "fresh.txt").write_text("A new note about volcanoes. Lava cools into basalt.", encoding="utf-8")
+    for engine, store in stores.items():
+        summary = run([docs], store, engine, prune=True)
+        assert (summary.added, summary.updated, summary.removed, summary.unchanged) == (1, 1, 1, 4)
+    comparison = compare_stores(stores["local"], stores["ray"])
+    assert comparison.same_chunks, comparison.differences
+    assert comparison.min_cosine >= 0.9999
+
+    for engine, store in stores.items():
+        assert run([docs], store, engine, rebuild=True).added == len(DOCS)
+    comparison = compare_stores(stores["local"], stores["ray"])
+    assert comparison.same_chunks and comparison.min_cosine >= 0.9999
+
+
+def cuda_present() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@needs_ray
+@pytest.mark.skipif(not cuda_present(), reason="needs a CUDA device visible to torch")
+def test_ray_on_a_gpu_gives_the_cpu_stores_chunks_and_near_vectors(ray_cluster, tmp_path):
+    from granrag_mcp.engine import run_index
+
+    docs = write_corpus(tmp_path / "docs", DOCS, repeat=2)
+    run([docs], tmp_path / "cpu", "local")
+    settings = Settings(store=tmp_path / "gpu", device="auto", broad_tokens=256, broad_overlap=32, mid_tokens=64)
+    run_index([docs], settings, quiet=True, engine="ray")  # one actor on the cluster's GPU
+    comparison = compare_stores(tmp_path / "cpu", tmp_path / "gpu")
+    assert comparison.same_chunks, comparison.differences
+    assert comparison.min_cosine >= 0.999  # half precision on the GPU against the CPU's arithmetic
+
+
+@needs_ray
+def test_cli_on_ray_keeps_stdout_for_its_json_and_reports_progress_on_stderr(ray_cluster, tmp_path):
+    docs = write_corpus(tmp_path / "docs")
+    address = ray_cluster.get_runtime_context().gcs_address
+    result = subprocess.run(
+        [sys.executable, "-m", "granrag_mcp.cli", "index", str(docs), "--store", str(tmp_path / "store"),
+         "--engine", "ray", "--ray-address", address, "--device", "cpu", "--json"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(result.stdout)  # nothing but the summary on stdout
+    assert summary["added"] == 3 and summary["committed"]
+    assert "Ray: extracting, chunking and embedding 3 documents" in result.stderr
+
+
+@needs_ray
+def test_cuda_on_a_cluster_without_gpus_is_refused(ray_cluster, tmp_path):
+    from granrag_mcp.indexing.discovery import SourceFile
+    from granrag_mcp.indexing.ray_engine import RayStages
+    from granrag_mcp.progress import Progress
+
+    if ray_cluster.cluster_resources().get("GPU"):
+        pytest.skip("this cluster has GPUs")
+    docs = write_corpus(tmp_path / "docs")
+    stages = RayStages(Settings(store=tmp_path / "store", device="cuda"))
+    source = SourceFile(docs / "cooking.txt", "cooking.txt", ".txt")
+    with pytest.raises(InvalidInputError, match="has none"):
+        stages.run([(source, "")], Progress(enabled=False))
+
+
+def test_ray_address_needs_the_ray_engine(tmp_path, capsys):
+    from granrag_mcp.cli import main
+
+    docs = write_corpus(tmp_path / "docs")
+    assert main(["index", str(docs), "--store", str(tmp_path / "store"), "--ray-address", "auto"]) == 1
+    assert "--ray-address needs --engine ray" in capsys.readouterr().err
+
+
+def test_the_server_and_the_local_engine_never_import_ray():
+    code = (
+        "import sys\n"
+        "import granrag_mcp.cli, granrag_mcp.engine, granrag_mcp.server.app, granrag_mcp.indexing.pipeline\n"
+        "assert 'ray' not in sys.modules, 'ray imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
