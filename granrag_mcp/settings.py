@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     auth_token: SecretStr | None = Field(None, description="Bearer token; required to bind a non-loopback host.")
     max_tokens: int = Field(4000, ge=50, le=100000, description="Default token budget of a tool result.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level (stderr).")
+    query_memory: int = Field(
+        256, ge=0, le=100_000, description="Recent searches remembered per client session, in memory (0: off)."
+    )
+    similar_query_threshold: float = Field(
+        0.92, ge=0.0, le=1.0, description="Cosine at which an earlier query of the session is listed as similar."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

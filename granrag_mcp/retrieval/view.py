@@ -33,6 +33,8 @@ class ScoredChunk:
     score: float | None
     sources: Mapping[str, Contribution] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)  # public ids of the chunks that led to this hit
+    cluster: list[str] | None = None  # diversify=kmeans: public ids of the other members of this hit's cluster
+    folded: list[str] = field(default_factory=list)  # public ids of returned hits lying inside this one
 
 
 def check_query(query: str) -> str:
@@ -51,6 +53,7 @@ class View:
         self.embedder = embedder
         self.reranker = reranker
         self.catalog = snapshot.catalog
+        self._query_vectors: dict[str, np.ndarray] = {}
 
     # --- ids and chunks ----------------------------------------------------------------------------------------
 
@@ -86,7 +89,12 @@ class View:
     # --- single level ------------------------------------------------------------------------------------------
 
     def query_vector(self, query: str) -> np.ndarray:
-        return self.embedder.embed([check_query(query)])[0]
+        # Kept per view (one request): the query memory needs the vector the technique already computed.
+        query = check_query(query)
+        vector = self._query_vectors.get(query)
+        if vector is None:
+            vector = self._query_vectors[query] = self.embedder.embed([query])[0]
+        return vector
 
     def dense(self, level: Level, vector: np.ndarray, k: int) -> Scored:
         return self.snapshot.vectors[level].search(vector, k)
