@@ -13,6 +13,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from granrag_mcp.chunk import ChunkSpan
@@ -29,9 +31,18 @@ class ChunkSettings(BaseModel):
     broad_overlap: int = Field(200, ge=0)
     mid_tokens: int = Field(512, ge=8)
     sentence_max_tokens: int = Field(128, ge=4)
+    # How mid chunks are cut: fixed windows, or where the topic changes (semantic_chunking).
+    chunker: Literal["fixed", "semantic"] = "fixed"
+    semantic_percentile: float = Field(95.0, gt=0, le=100)
+    semantic_overrides: tuple[str, ...] = ()  # PATTERN=PERCENTILE, the first match wins
+    semantic_min_tokens: int = Field(64, ge=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> ChunkSettings:
+        from granrag_mcp.semantic_chunking import parse_override
+
+        for entry in self.semantic_overrides:
+            parse_override(entry)  # a malformed pattern fails here, before any work
         if self.broad_overlap >= self.broad_tokens:
             raise ValueError(
                 f"broad overlap ({self.broad_overlap}) must be smaller than the broad chunk size "

@@ -18,6 +18,7 @@ from granrag_mcp.embedding import Embedder
 from granrag_mcp.errors import GranragError, InvalidInputError, NoDocumentsError, StoreWriteError
 from granrag_mcp.ingest import ExtractionError, SourceFile, discover, extract_text, file_hash
 from granrag_mcp.progress import Progress
+from granrag_mcp.semantic_chunking import semantic_documents
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
@@ -63,6 +64,7 @@ class _NewDocument:
     text: str
     spans: list[ChunkSpan]
     n_tokens: int
+    sentence_vectors: np.ndarray | None = None  # the semantic chunker's, kept as the narrow level's vectors
 
 
 class _Stopwatch:
@@ -173,7 +175,7 @@ def _index_with_base(
             log.warning("%s has bytes that are not valid UTF-8; they were replaced", source.path)
             summary.replaced_bytes.append(str(source.path))
         with clock.stage("chunk"):
-            spans = chunk_document(extracted.text, tokenizer, chunking)
+            spans = chunk_document(extracted.text, tokenizer, chunking) if chunking.chunker == "fixed" else []
             n_tokens = tokenizer.count(extracted.text)
         new_docs.append(_NewDocument(source, digest, extracted.text, spans, n_tokens))
         if source.doc_id in known:
@@ -195,6 +197,12 @@ def _index_with_base(
         embedder = embedder_factory()
         if embedder.dimension <= 0:
             raise InvalidInputError("the embedding model reports no dimension")
+        if chunking.chunker == "semantic":
+            with clock.stage("chunk"):  # embeds the sentences, which the narrow level then keeps
+                semantic = semantic_documents([(d.source.doc_id, d.text) for d in new_docs], tokenizer, chunking,
+                                              embedder, progress.callback("embedding sentences"))
+            for doc, (spans, sentence_vectors) in zip(new_docs, semantic):
+                doc.spans, doc.sentence_vectors = spans, sentence_vectors
     identity = wanted.model_copy(update={"dimension": embedder.dimension}) if embedder else wanted
     if base is not None:
         check_identity(writer.root, base.manifest, identity)
@@ -267,7 +275,10 @@ def _embed(
         f"embedding {len(narrow)} sentences, {len(chunks['mid'])} mid and {len(chunks['broad'])} broad chunks "
         f"from {len(docs)} documents (vector mode: {mode})"
     )
-    narrow_vectors = embedder.embed([c.text for c in narrow], progress=progress.callback("embedding sentences"))
+    if docs and all(d.sentence_vectors is not None for d in docs):
+        narrow_vectors = np.concatenate([d.sentence_vectors for d in docs]).astype(np.float32)  # type: ignore[misc]
+    else:
+        narrow_vectors = embedder.embed([c.text for c in narrow], progress=progress.callback("embedding sentences"))
     weights = np.array([max(c.token_count, 1) for c in narrow], dtype=np.float32)
     row_of = {c.id: row for level in ("mid", "broad") for row, c in enumerate(chunks[level])}
     narrow_parent = np.array([row_of[c.parent_id] for c in narrow], dtype=np.int64)

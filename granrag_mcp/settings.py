@@ -35,6 +35,15 @@ class Settings(BaseSettings):
     broad_overlap: int = Field(200, ge=0, description="Tokens shared by consecutive broad chunks.")
     mid_tokens: int = Field(512, ge=8, description="Tokens per mid chunk (nested in a broad chunk).")
     sentence_max_tokens: int = Field(128, ge=4, description="Longer sentences are split into pieces of this size.")
+    chunker: Literal["fixed", "semantic"] = Field(
+        "fixed", description="How mid chunks are cut: fixed token windows, or semantic (where the topic changes)."
+    )
+    semantic_percentile: float = Field(
+        95.0, gt=0, le=100, description="semantic: a mid chunk ends where the distance exceeds this percentile."
+    )
+    semantic_overrides: str = Field(
+        "", description="semantic: per-path percentiles, comma-separated PATTERN=PERCENTILE ('**/math/**=90')."
+    )
     batch_size: int = Field(
         256, ge=1, le=4096, description="Most texts per embedding batch (a batch also stops at 4096 word pieces)."
     )
@@ -81,6 +90,9 @@ class Settings(BaseSettings):
             broad_overlap=self.broad_overlap,
             mid_tokens=self.mid_tokens,
             sentence_max_tokens=self.sentence_max_tokens,
+            chunker=self.chunker,
+            semantic_percentile=self.semantic_percentile,
+            semantic_overrides=tuple(e.strip() for e in self.semantic_overrides.split(",") if e.strip()),
         )
 
 
