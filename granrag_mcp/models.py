@@ -239,7 +239,9 @@ def render_hits(result: SearchResult) -> str:
     if isinstance(result, RankedResult):
         head += f" | reranker {result.reranker}"
     if isinstance(result, SessionSearchResult):
-        head += "".join(f"\nsimilar earlier query {_quote(p.query)} (cosine {p.similarity:.3f}, generation "
+        # The earlier query's text stays in the structured content: everything outside the fences is the
+        # server's own words, whatever the agent (or a document it quoted into a query) wrote.
+        head += "".join(f"\nsimilar earlier query of this session (cosine {p.similarity:.3f}, generation "
                         f"{p.generation}) returned: {', '.join(p.chunk_ids) or 'nothing'}"
                         for p in result.similar_previous)
         if result.seen_dropped:
