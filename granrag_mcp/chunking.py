@@ -31,7 +31,8 @@ class ChunkSettings(BaseModel):
     broad_overlap: int = Field(200, ge=0)
     mid_tokens: int = Field(512, ge=8)
     sentence_max_tokens: int = Field(128, ge=4)
-    # How mid chunks are cut: fixed windows, or where the topic changes (semantic_chunking).
+    # How mid chunks are cut: fixed windows, or where the topic changes (semantic_chunking). "fixed" here because
+    # a manifest written before the choice existed was cut by fixed windows; Settings picks the default of a run.
     chunker: Literal["fixed", "semantic"] = "fixed"
     semantic_percentile: float = Field(95.0, gt=0, le=100)
     semantic_overrides: tuple[str, ...] = ()  # PATTERN=PERCENTILE, the first match wins

@@ -7,8 +7,8 @@ import argparse
 
 def add_chunker_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunker", choices=["fixed", "semantic"],
-                        help="how mid chunks are cut: fixed token windows or semantic, where the topic changes "
-                        "(env GRANRAG_CHUNKER, default fixed; part of the store's identity)")
+                        help="how mid chunks are cut: semantic, where the topic changes, or fixed token windows "
+                        "(env GRANRAG_CHUNKER, default semantic; part of the store's identity)")
     parser.add_argument("--semantic-percentile", type=float, metavar="P",
                         help="semantic: a mid chunk ends where the sentence distance exceeds this percentile "
                         "(env GRANRAG_SEMANTIC_PERCENTILE, default 95)")

@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     mid_tokens: int = Field(512, ge=8, description="Tokens per mid chunk (nested in a broad chunk).")
     sentence_max_tokens: int = Field(128, ge=4, description="Longer sentences are split into pieces of this size.")
     chunker: Literal["fixed", "semantic"] = Field(
-        "fixed", description="How mid chunks are cut: fixed token windows, or semantic (where the topic changes)."
+        "semantic", description="How mid chunks are cut: semantic (where the topic changes) or fixed token windows."
     )
     semantic_percentile: float = Field(
         95.0, gt=0, le=100, description="semantic: a mid chunk ends where the distance exceeds this percentile."
