@@ -26,7 +26,6 @@ STARTED = time.time()  # before any import, for the child's start-up
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402

@@ -19,7 +19,6 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import squad_corpus  # noqa: E402

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from granrag_mcp import __version__
+from granrag_mcp.cli_chunker import add_chunker_flags
 from granrag_mcp.errors import GranragError
 from granrag_mcp.settings import offline_models
 
@@ -29,6 +30,9 @@ _SETTING_FLAGS = {
     "broad_overlap": "broad_overlap",
     "mid_tokens": "mid_tokens",
     "sentence_max_tokens": "sentence_max_tokens",
+    "chunker": "chunker",
+    "semantic_percentile": "semantic_percentile",
+    "semantic_overrides": "semantic_overrides",
     "batch_size": "batch_size",
     "embed_workers": "embed_workers",
     "precision": "precision",
@@ -93,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--broad-overlap", type=int, help="tokens shared by consecutive broad chunks (default 200)")
     index.add_argument("--mid-tokens", type=int, help="tokens per mid chunk (default 512)")
     index.add_argument("--sentence-max-tokens", type=int, help="longer sentences are split (default 128)")
+    add_chunker_flags(index)
     index.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
     index.add_argument("--embed-workers", type=int, help="embedding batches run side by side (default: one per core)")
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

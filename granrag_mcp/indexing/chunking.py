@@ -49,7 +49,7 @@ def chunk_document(text: str, tokenizer: Tokenizer, settings: ChunkSettings) -> 
                 continue
             mid_seq = len(mid)
             mid.append(ChunkSpan("mid", mid_seq, start, end, m_end - m_begin, broad_seq))
-            for s_start, s_end, s_tokens in _sentences(text, start, end, tokenizer, settings.sentence_max_tokens):
+            for s_start, s_end, s_tokens in sentence_spans(text, start, end, tokenizer, settings.sentence_max_tokens):
                 narrow.append(ChunkSpan("narrow", len(narrow), s_start, s_end, s_tokens, mid_seq))
     return broad + mid + narrow
 
@@ -80,7 +80,7 @@ def mid_windows(text: str, bounds: np.ndarray, begin: int, end: int, size: int) 
     return windows
 
 
-def _sentences(
+def sentence_spans(
     text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int
 ) -> Iterator[tuple[int, int, int]]:
     """Sentence spans inside text[start:end]; a sentence over `max_tokens` is cut at token boundaries."""

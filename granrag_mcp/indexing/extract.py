@@ -17,7 +17,6 @@ from pypdf import PasswordType, PdfReader
 
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.decoding import byte_order_mark, decode
-
 from granrag_mcp.indexing.discovery import SourceFile, read_file
 from granrag_mcp.indexing.html import html_encoding, visible_text
 

@@ -25,18 +25,27 @@ from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
 from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
-from granrag_mcp.progress import Progress
+from granrag_mcp.indexing.semantic_chunking import semantic_documents
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
+from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
 from granrag_mcp.retrieval.ranker_choice import carry_ranker
+from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
-from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
-from granrag_mcp.store.store import CATALOG_FILE, Snapshot, check_identity, current_generation, lexical_file, readable_current_generation, vector_file
-from granrag_mcp.store.writer import StoreWriter
+from granrag_mcp.store.store import (
+    CATALOG_FILE,
+    Snapshot,
+    check_identity,
+    current_generation,
+    lexical_file,
+    readable_current_generation,
+    vector_file,
+)
 from granrag_mcp.store.vector_index import VectorIndex
+from granrag_mcp.store.writer import StoreWriter
 from granrag_mcp.tokens import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -68,6 +77,7 @@ class _NewDocument:
     text: str
     spans: list[ChunkSpan]
     n_tokens: int
+    sentence_vectors: np.ndarray | None = None  # the semantic chunker's, kept as the narrow level's vectors
 
 
 class _Stopwatch:
@@ -202,8 +212,8 @@ def _index_with_base(
             if outcomes is not None:
                 spans, n_tokens = outcomes[number - 1].spans, outcomes[number - 1].n_tokens
                 parallel_done.append(outcomes[number - 1])
-            else:
-                spans = chunk_document(extracted.text, tokenizer, chunking)
+            else:  # the semantic chunker cuts mid chunks later, from the sentence vectors it embeds
+                spans = chunk_document(extracted.text, tokenizer, chunking) if chunking.chunker == "fixed" else []
                 n_tokens = tokenizer.count(extracted.text)
         new_docs.append(_NewDocument(source, digest, extracted.text, spans, n_tokens))
         if source.doc_id in known:
@@ -227,6 +237,12 @@ def _index_with_base(
         if embedder.dimension <= 0:
             raise InvalidInputError("the embedding model reports no dimension")
         dimension = embedder.dimension
+        if chunking.chunker == "semantic":
+            with clock.stage("chunk"):  # embeds the sentences, which the finest level then keeps
+                semantic = semantic_documents([(d.source.doc_id, d.text) for d in new_docs], tokenizer, chunking,
+                                              embedder, progress.callback("embedding sentences"))
+            for doc, (spans, sentence_vectors) in zip(new_docs, semantic):
+                doc.spans, doc.sentence_vectors = spans, sentence_vectors
     identity = wanted.model_copy(update={"dimension": dimension}) if new_docs else wanted
     if base is not None:
         check_identity(writer.root, base.manifest, identity)
@@ -301,7 +317,11 @@ def _embed(
     finest = chunks[FINEST]
     sizes = ", ".join(f"{len(chunks[level])} {level}" for level in LEVELS)
     progress.message(f"embedding {sizes} chunks from {len(docs)} documents (vector mode: {mode})")
-    vectors = {FINEST: embedder.embed([c.text for c in finest], progress=progress.callback("embedding sentences"))}
+    if docs and all(d.sentence_vectors is not None for d in docs):  # embedded already by the semantic chunker
+        finest_vectors = np.concatenate([d.sentence_vectors for d in docs]).astype(np.float32)  # type: ignore[misc]
+    else:
+        finest_vectors = embedder.embed([c.text for c in finest], progress=progress.callback("embedding sentences"))
+    vectors = {FINEST: finest_vectors}
     # Each coarser level pools the token-weighted sums of its children (or embeds its own text; see chunk_vectors).
     sums = vectors[FINEST] * np.array([max(c.token_count, 1) for c in finest], dtype=np.float32)[:, None]
     row_of = {c.id: row for level in LEVELS if level != FINEST for row, c in enumerate(chunks[level])}

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from granrag_mcp.levels import LEVELS
 from granrag_mcp.errors import GranragError, InvalidInputError, StoreNotFoundError, StoreWriteError
 from granrag_mcp.indexing.pipeline import IndexSummary, write_generation
+from granrag_mcp.levels import LEVELS
 from granrag_mcp.progress import Progress
 from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.manifest import Manifest

@@ -38,6 +38,8 @@ class ScoredChunk:
     score: float | None
     sources: Mapping[str, Contribution] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)  # public ids of the chunks that led to this hit
+    cluster: list[str] | None = None  # diversify=kmeans: public ids of the other members of this hit's cluster
+    folded: list[str] = field(default_factory=list)  # public ids of returned hits lying inside this one
 
 
 def check_query(query: str) -> str:
@@ -63,13 +65,15 @@ class View:
         self.catalog = snapshot.catalog
         self.doc_filter = doc_filter
         self._allowed: dict[Level, np.ndarray] = {}
+        self._query_vectors: dict[str, np.ndarray] = {}
 
     def filtered(self, doc_filter: DocFilter | None) -> View:
         """This view with its searches restricted to some documents (unknown doc ids are an error)."""
         if doc_filter is None:
             return self
         doc_filter.check(self.catalog)
-        return View(self.snapshot, self.embedder, self.reranker, doc_filter=doc_filter, candidate_ranker=self.candidate_ranker)
+        return View(self.snapshot, self.embedder, self.reranker, doc_filter=doc_filter,
+                    candidate_ranker=self.candidate_ranker)
 
     def allowed(self, level: Level) -> np.ndarray | None:
         """The chunk ids of `level` a search may return; None when the view is not filtered."""
@@ -113,7 +117,12 @@ class View:
     # --- single level ------------------------------------------------------------------------------------------
 
     def query_vector(self, query: str) -> np.ndarray:
-        return self.embedder.embed([check_query(query)])[0]
+        # Kept per view (one request): the query memory needs the vector the technique already computed.
+        query = check_query(query)
+        vector = self._query_vectors.get(query)
+        if vector is None:
+            vector = self._query_vectors[query] = self.embedder.embed([query])[0]
+        return vector
 
     def dense(self, level: Level, vector: np.ndarray, k: int) -> Scored:
         return self.snapshot.vectors[level].search(vector, k, self.allowed(level))

@@ -45,3 +45,16 @@ DocPrefix = Annotated[
     Field(max_length=1000, description="Only search documents whose doc_id starts with this, such as a folder "
           "'notes/'."),
 ]
+DiversifyMethod = Annotated[
+    Literal["none", "mmr", "kmeans"],
+    Field(description="none: the ranking as it is; mmr: maximal marginal relevance (see mmr_lambda); kmeans: the "
+          "candidates in at most 5 clusters, one hit per cluster listing the others' ids in `cluster`. Use it when "
+          "hits repeat each other."),
+]
+MmrLambda = Annotated[
+    float, Field(ge=0.0, le=1.0, description="diversify='mmr' only: 1 ranks by relevance only, 0 by novelty only.")
+]
+ExcludeSeen = Annotated[
+    bool,
+    Field(description="Leave out chunks this session already received from a search (counted in seen_dropped)."),
+]

@@ -62,6 +62,14 @@ class Hit(_Model):
     evidence: list[str] | None = Field(
         None, description="For hrr_search: ids of the mid chunks that led to this broad hit, best first."
     )
+    cluster: list[str] | None = Field(
+        None, description="With diversify='kmeans': ids of the other hits of this hit's cluster (this hit is its "
+        "best-ranked member); open them with get_chunks. Cluster size = len(cluster) + 1."
+    )
+    folded: list[str] | None = Field(
+        None, description="Ids of hits that lay inside this one (a sentence inside this mid chunk) and were folded "
+        "into it instead of being returned again."
+    )
 
     @classmethod
     def of(
@@ -72,6 +80,8 @@ class Hit(_Model):
         evidence: Sequence[str] | None = None,
         text: str | None = None,
         truncated: bool = False,
+        cluster: Sequence[str] | None = None,
+        folded: Sequence[str] | None = None,
     ) -> Hit:
         return cls(
             chunk_id=chunk.public_id,
@@ -89,6 +99,8 @@ class Hit(_Model):
             if sources
             else None,
             evidence=list(evidence) if evidence else None,
+            cluster=None if cluster is None else list(cluster),
+            folded=list(folded) if folded else None,
         )
 
 
@@ -100,6 +112,26 @@ class Budgeted(_Model):
 
 class SearchResult(Budgeted):
     hits: list[Hit] = Field(description="Best first.")
+
+
+class PreviousQuery(_Model):
+    """An earlier search of this session whose query was nearly the same as this one."""
+
+    query: str = Field(description="The earlier query, as it was sent.")
+    similarity: float = Field(description="Cosine similarity of the two queries' embeddings.")
+    chunk_ids: list[str] = Field(description="The ids that search returned, best first; open them with get_chunks.")
+    generation: int = Field(description="Index generation that answered it.")
+
+
+class SessionSearchResult(SearchResult):
+    similar_previous: list[PreviousQuery] = Field(
+        default_factory=list,
+        description="Earlier queries of this session close to this one (cosine at or above the server's threshold), "
+        "most similar first: reuse their chunk ids instead of searching again when they answer the question.",
+    )
+    seen_dropped: int = Field(
+        0, description="With exclude_seen=true: hits left out because this session already received their ids."
+    )
 
 
 class RankedResult(SearchResult):
@@ -192,6 +224,10 @@ def _hit_label(hit: Hit) -> str:
         parts.append("sources " + ", ".join(f"{name} #{s.rank}" for name, s in hit.sources.items()))
     if hit.evidence:
         parts.append("evidence " + ", ".join(hit.evidence))
+    if hit.cluster is not None:
+        parts.append(f"cluster of {len(hit.cluster) + 1}" + (": also " + ", ".join(hit.cluster) if hit.cluster else ""))
+    if hit.folded:
+        parts.append("folded in " + ", ".join(hit.folded))
     return " | ".join(parts)
 
 
@@ -207,6 +243,14 @@ def render_hits(result: SearchResult) -> str:
     head = f"{len(result.hits)} hit(s) | {_budget(result)}"
     if isinstance(result, RankedResult):
         head += f" | reranker {result.reranker}"
+    if isinstance(result, SessionSearchResult):
+        # The earlier query's text stays in the structured content: everything outside the fences is the
+        # server's own words, whatever the agent (or a document it quoted into a query) wrote.
+        head += "".join(f"\nsimilar earlier query of this session (cosine {p.similarity:.3f}, generation "
+                        f"{p.generation}) returned: {', '.join(p.chunk_ids) or 'nothing'}"
+                        for p in result.similar_previous)
+        if result.seen_dropped:
+            head += f"\n{result.seen_dropped} hit(s) already received in this session left out (exclude_seen)"
     if not result.hits:
         return head + "\nno hits"
     return "\n\n".join([head, DATA_NOTICE, *(_quoted_hit(i, h) for i, h in enumerate(result.hits, 1))])

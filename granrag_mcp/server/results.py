@@ -65,7 +65,8 @@ def hits_result(
 ) -> SearchResult:
     packing = pack([h.chunk.text for h in hits], max_tokens, tokenizer)
     models = [
-        Hit.of(h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated) for h, p in zip(hits, packing.pieces)
+        Hit.of(h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated, h.cluster, h.folded)
+        for h, p in zip(hits, packing.pieces)
     ]
     fields: dict[str, Any] = dict(
         generation=view.snapshot.generation, tokens_used=packing.tokens_used, omitted=packing.omitted, hits=models

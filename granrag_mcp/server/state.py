@@ -17,6 +17,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from granrag_mcp.errors import GranragError
+from granrag_mcp.server.query_memory import QueryMemories
 from granrag_mcp.settings import Settings
 
 if TYPE_CHECKING:  # the core (torch, FAISS) loads in the engine thread, after `initialize` is answered
@@ -41,6 +42,8 @@ class EngineHolder:
         self._thread: threading.Thread | None = None
         self._engine: Engine | None = None
         self._error: str | None = None
+        # per client session (see query_memory); a stdio server has one client
+        self.queries = QueryMemories(settings.query_memory, one_client=settings.transport == "stdio")
 
     def start(self) -> None:
         """Start building the engine, once; later calls (one per connection) do nothing."""

@@ -9,15 +9,27 @@ from pydantic import Field
 
 from granrag_mcp.levels import FINEST, Level
 from granrag_mcp.retrieval.filters import DocFilter
+from granrag_mcp.server.models import RankedResult, SessionSearchResult
 from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
 from granrag_mcp.retrieval.hrr import hrr_search as hrr
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rerank import rerank as rerank_ids
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.union import search_union
-from granrag_mcp.server.arguments import ChunkIds, DocIds, DocPrefix, Lexical, MaxTokens, Query, Weights
-from granrag_mcp.server.models import RankedResult, SearchResult
+from granrag_mcp.server.arguments import (
+    ChunkIds,
+    DiversifyMethod,
+    DocIds,
+    DocPrefix,
+    ExcludeSeen,
+    Lexical,
+    MaxTokens,
+    MmrLambda,
+    Query,
+    Weights,
+)
 from granrag_mcp.server.results import hits_result
+from granrag_mcp.server.session_search import session_search
 from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools import read_only_tool
 
@@ -34,15 +46,22 @@ def register(server: MCPServer, budget: int) -> None:
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
-    ) -> SearchResult:
+        diversify: DiversifyMethod = "none",
+        mmr_lambda: MmrLambda = 0.5,
+        exclude_seen: ExcludeSeen = False,
+    ) -> SessionSearchResult:
         """Semantic search over broad chunks: long passages that keep a topic together. Use it for overview
         questions or when you need a whole section at once. With lexical=true, exact word matches (BM25) are
         fused in, which helps for names, codes and rare terms. Returns hits (chunk_id like 'broad:12', doc_id,
-        offsets, score, text), best first.
+        offsets, score, text), best first, and similar_previous: earlier queries of this session that were nearly
+        the same, with the ids they returned.
         """
         view, tokens = holder_of(ctx).view()
         view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
-        return hits_result(view, tokens, search_level(view, query, "broad", k, lexical=lexical), max_tokens)
+        return session_search(
+            ctx, view, tokens, query, lambda depth: search_level(view, query, "broad", depth, lexical=lexical), k,
+            max_tokens, diversify, mmr_lambda, exclude_seen,
+        )
 
     @read_only_tool(server, "Search sentences or paragraphs")
     def search_narrow(
@@ -56,16 +75,23 @@ def register(server: MCPServer, budget: int) -> None:
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
-    ) -> SearchResult:
+        diversify: DiversifyMethod = "none",
+        mmr_lambda: MmrLambda = 0.5,
+        exclude_seen: ExcludeSeen = False,
+    ) -> SessionSearchResult:
         """Semantic search over single sentences (level='narrow', the default) or paragraph-sized mid chunks
         (level='mid'). Use it first for precise facts: it finds the exact spot. Each hit has a chunk_id
         ('narrow:311') and parent_id ('mid:40'); follow up with expand_window(chunk_id) for the surrounding
         text, get_parent(chunk_ids) for the enclosing paragraph or passage, then rerank(query, chunk_ids) to
-        order candidates. lexical=true adds exact word matching (BM25) by RRF.
+        order candidates. lexical=true adds exact word matching (BM25) by RRF. diversify='mmr' or 'kmeans' drops
+        near-repeats; exclude_seen=true leaves out chunks this session already received.
         """
         view, tokens = holder_of(ctx).view()
         view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
-        return hits_result(view, tokens, search_level(view, query, level, k, lexical=lexical), max_tokens)
+        return session_search(
+            ctx, view, tokens, query, lambda depth: search_level(view, query, level, depth, lexical=lexical), k,
+            max_tokens, diversify, mmr_lambda, exclude_seen,
+        )
 
     @read_only_tool(server, "Search all levels, fused")
     def search_fused(
@@ -89,7 +115,10 @@ def register(server: MCPServer, budget: int) -> None:
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
-    ) -> SearchResult:
+        diversify: DiversifyMethod = "none",
+        mmr_lambda: MmrLambda = 0.5,
+        exclude_seen: ExcludeSeen = False,
+    ) -> SessionSearchResult:
         """Search with the broad and narrow levels combined. method='rrf' (default) fuses up to four ranked lists
         (broad_dense, broad_lexical, narrow_dense, narrow_lexical) by weighted reciprocal rank fusion and
         returns chunks of `level` (default mid), each with `sources` showing every list's rank, score and share;
@@ -99,11 +128,13 @@ def register(server: MCPServer, budget: int) -> None:
         """
         view, tokens = holder_of(ctx).view()
         view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
-        if method == "union":
-            hits = search_union(view, query, k, fine_level="mid" if level == "mid" else FINEST)
-        else:
-            hits = search_rrf(view, query, k, level=level, weights=weights, rrf_k=rrf_k, lexical=lexical)
-        return hits_result(view, tokens, hits, max_tokens)
+
+        def search(depth: int) -> list:
+            if method == "union":
+                return search_union(view, query, depth, fine_level="mid" if level == "mid" else FINEST)
+            return search_rrf(view, query, depth, level=level, weights=weights, rrf_k=rrf_k, lexical=lexical)
+
+        return session_search(ctx, view, tokens, query, search, k, max_tokens, diversify, mmr_lambda, exclude_seen)
 
     @read_only_tool(server, "Rerank chunks")
     def rerank(

@@ -22,7 +22,7 @@ from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
 from tests.fakes import FakeEmbedder
 from tests.reliability.conftest import FuzzStore
-from tests.reliability.support import INJECTION, Session, fake_index, fake_settings, session, text_of
+from tests.reliability.support import Session, fake_index, fake_settings, session, text_of
 
 LABEL = re.compile(r"^\[(\d+)\] (\S+) \| chars (\d+)-(\d+) \| level (\w+)")
 

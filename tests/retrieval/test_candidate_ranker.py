@@ -5,7 +5,7 @@ import pytest
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.retrieval.candidate_ranker import (
-    ALL_FEATURES, INSIDE_FEATURES, CandidateRanker, LinearModel, QueryTerms, Sentences, inside_features, order_by,
+    ALL_FEATURES, INSIDE_FEATURES, LinearModel, QueryTerms, Sentences, inside_features, order_by,
     read_ranker, shipped_ranker, stem,
 )
 from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search

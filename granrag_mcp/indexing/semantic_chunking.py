@@ -1,0 +1,182 @@
+"""Percentile semantic chunking of the mid level: a mid chunk ends where the topic changes.
+
+Inside each broad chunk the sentences (the narrow chunks) are embedded once, and the cosine distance across every
+gap between two sentences is measured, each side of the gap smoothed with one more sentence (a buffer of one, so
+one odd sentence does not make a boundary). A mid chunk ends after every distance above the
+document's percentile threshold of all its distances (95 by default; overrides by path pattern, such as
+``**/math/**=90``). Then sizes are bounded: a group over `mid_tokens` is cut greedily at sentence starts, a group
+under `semantic_min_tokens` joins the neighbour it is semantically nearer to (if that stays within the maximum),
+and a broad chunk of one or two sentences gets fixed windows (there is nothing to compare).
+
+The sentence vectors are the narrow level's own: the indexer stores them instead of embedding the sentences again,
+so semantic chunking costs no extra model work.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
+from granrag_mcp.indexing.chunking import sentence_spans, token_windows
+from granrag_mcp.records import ChunkSpan
+from granrag_mcp.settings import ChunkSettings, parse_override
+from granrag_mcp.tokens import Tokenizer
+
+SMOOTHING = 1  # neighbours on each side whose vectors are added to a sentence's before distances are measured
+
+
+@dataclass
+class SentencePlan:
+    """A document cut into broad chunks and, inside each, its sentences (the future narrow chunks)."""
+
+    broad: list[ChunkSpan]
+    sentences: list[list[tuple[int, int, int]]]  # per broad chunk: (start, end, tokens), in order
+
+    @property
+    def texts_count(self) -> int:
+        return sum(len(s) for s in self.sentences)
+
+
+def percentile_for(doc_id: str, settings: ChunkSettings) -> float:
+    """The percentile of a document: the first override whose pattern matches its id, else the default.
+
+    Patterns are shell globs over the document id (its path relative to the indexed folder, with '/'); a leading
+    '**/' also matches at the top level.
+    """
+    for entry in settings.semantic_overrides:
+        pattern, percentile = parse_override(entry)
+        if fnmatch.fnmatchcase(doc_id, pattern) or fnmatch.fnmatchcase("/" + doc_id, pattern):
+            return percentile
+    return settings.semantic_percentile
+
+
+def plan_document(text: str, tokenizer: Tokenizer, settings: ChunkSettings) -> SentencePlan:
+    """Broad chunks as the fixed chunker makes them, and the sentences inside each."""
+    bounds = tokenizer.boundaries(text)
+    n_tokens = len(bounds) - 1
+    plan = SentencePlan([], [])
+    for b_begin, b_end in token_windows(n_tokens, settings.broad_tokens, settings.broad_overlap):
+        start, end = int(bounds[b_begin]), int(bounds[b_end])
+        if not text[start:end].strip():
+            continue
+        plan.broad.append(ChunkSpan("broad", len(plan.broad), start, end, b_end - b_begin, None))
+        plan.sentences.append(list(sentence_spans(text, start, end, tokenizer, settings.sentence_max_tokens)))
+    return plan
+
+
+def smoothed_distances(vectors: np.ndarray, buffer: int = SMOOTHING) -> np.ndarray:
+    """Cosine distance across each gap between consecutive sentences, each side smoothed by `buffer` neighbours.
+
+    Distance i compares sentences [i - buffer, i] with [i + 1, i + 1 + buffer]. The sides do not share sentences:
+    windows centred on each sentence (i - 1..i + 1 against i..i + 2) overlap, so one change of topic raises three
+    consecutive distances alike and the cut lands a sentence early or late.
+    """
+    n = len(vectors)
+    if n < 2:
+        return np.zeros(0, dtype=np.float32)
+    cumulative = np.vstack([np.zeros((1, vectors.shape[1]), dtype=np.float64), np.cumsum(vectors, axis=0)])
+    gaps = np.arange(n - 1)
+    left = cumulative[gaps + 1] - cumulative[np.maximum(gaps - buffer, 0)]
+    right = cumulative[np.minimum(gaps + 2 + buffer, n)] - cumulative[gaps + 1]
+    left /= np.maximum(np.linalg.norm(left, axis=1, keepdims=True), 1e-12)
+    right /= np.maximum(np.linalg.norm(right, axis=1, keepdims=True), 1e-12)
+    return (1.0 - np.sum(left * right, axis=1)).astype(np.float32)
+
+
+def boundaries(distances: np.ndarray, threshold: float) -> list[int]:
+    """Sentence indexes that start a new group: i + 1 for every distance i above the threshold."""
+    return [int(i) + 1 for i in np.flatnonzero(distances > threshold)]
+
+
+def pack(tokens: Sequence[int], begin: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """Sentences [begin, end) cut greedily into runs of at most `limit` tokens (a longer sentence alone)."""
+    runs, start, total = [], begin, 0
+    for i in range(begin, end):
+        if i > start and total + tokens[i] > limit:
+            runs.append((start, i))
+            start, total = i, 0
+        total += tokens[i]
+    if start < end:
+        runs.append((start, end))
+    return runs
+
+
+def group_sentences(
+    tokens: Sequence[int], distances: np.ndarray, threshold: float, max_tokens: int, min_tokens: int
+) -> list[tuple[int, int]]:
+    """Runs [start, end) of sentence indexes: cut at the boundaries, at most max_tokens, small runs merged."""
+    n = len(tokens)
+    if n <= 2:
+        return pack(tokens, 0, n, max_tokens)  # too few sentences to compare: fixed windows
+    cuts = [0, *boundaries(distances, threshold), n]
+    runs = [run for a, b in zip(cuts, cuts[1:]) for run in pack(tokens, a, b, max_tokens)]
+    size = lambda run: sum(tokens[run[0] : run[1]])  # noqa: E731
+    changed = True
+    while changed and len(runs) > 1:
+        changed = False
+        for i, run in enumerate(runs):
+            if size(run) >= min_tokens:
+                continue
+            # The nearer neighbour is the one across the smaller distance; either must keep the maximum.
+            options = []
+            if i > 0 and size(runs[i - 1]) + size(run) <= max_tokens:
+                options.append((float(distances[run[0] - 1]), i - 1))
+            if i + 1 < len(runs) and size(runs[i + 1]) + size(run) <= max_tokens:
+                options.append((float(distances[run[1] - 1]), i + 1))
+            if not options:
+                continue
+            _, other = min(options)
+            a, b = sorted((i, other))
+            runs[a : b + 1] = [(runs[a][0], runs[b][1])]
+            changed = True
+            break
+    return runs
+
+
+def semantic_spans(
+    text: str, plan: SentencePlan, vectors: np.ndarray, settings: ChunkSettings, percentile: float
+) -> list[ChunkSpan]:
+    """All chunks of one document (broad, then mid, then narrow), mids grouped by meaning.
+
+    `vectors` holds one unit vector per planned sentence, in plan order; the narrow chunks come out in that order.
+    """
+    per_broad, offset = [], 0
+    for sentences in plan.sentences:
+        per_broad.append(vectors[offset : offset + len(sentences)])
+        offset += len(sentences)
+    distances = [smoothed_distances(v) for v in per_broad]
+    every = np.concatenate(distances) if distances else np.zeros(0)
+    threshold = float(np.percentile(every, percentile)) if len(every) else float("inf")
+    mid: list[ChunkSpan] = []
+    narrow: list[ChunkSpan] = []
+    for broad, sentences, dist in zip(plan.broad, plan.sentences, distances):
+        tokens = [t for _, _, t in sentences]
+        for a, b in group_sentences(tokens, dist, threshold, settings.mid_tokens, settings.semantic_min_tokens):
+            mid_seq = len(mid)
+            mid.append(ChunkSpan("mid", mid_seq, sentences[a][0], sentences[b - 1][1], sum(tokens[a:b]), broad.seq))
+            for start, end, count in sentences[a:b]:
+                narrow.append(ChunkSpan("narrow", len(narrow), start, end, count, mid_seq))
+    return plan.broad + mid + narrow
+
+
+def semantic_documents(
+    documents: Sequence[tuple[str, str]],
+    tokenizer: Tokenizer,
+    settings: ChunkSettings,
+    embedder: Embedder,
+    progress: ProgressCallback | None = None,
+) -> list[tuple[list[ChunkSpan], np.ndarray]]:
+    """(spans, sentence vectors in narrow order) per (doc_id, text); all sentences embedded in one run."""
+    plans = [plan_document(text, tokenizer, settings) for _, text in documents]
+    texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
+    vectors = embedder.embed(texts, progress=progress)
+    out, offset = [], 0
+    for (doc_id, text), plan in zip(documents, plans):
+        mine = vectors[offset : offset + plan.texts_count]
+        offset += plan.texts_count
+        out.append((semantic_spans(text, plan, mine, settings, percentile_for(doc_id, settings)), mine))
+    return out

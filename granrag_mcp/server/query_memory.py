@@ -1,0 +1,144 @@
+"""A memory of each client session's recent searches: query text, query vector and the chunk ids returned.
+
+It lets a search tell the agent which earlier queries of the same session were nearly the same (so it can reuse
+their answer instead of searching again) and drop chunk ids the session already received. Nothing is written to
+disk, each session holds at most `capacity` queries, and the memory of a session goes with its connection.
+
+What a session is depends on the transport:
+
+- stdio: the process serves exactly one client, so the process is the session, whatever protocol era the client
+  speaks; the memory goes with the process.
+- streamable HTTP, handshake era (``initialize``, ``Mcp-Session-Id``): the session is the client connection. The
+  SDK gives a tool no public handle on the connection, but the client's `initialize` parameters
+  (``ctx.session.client_params``) are one object per connection that lives as long as it: that object's identity
+  is the key, and a finalizer on it frees the session's memory when the connection is dropped (DELETE, idle
+  timeout, crash). Two HTTP clients are two connections, so they never see each other's queries.
+- streamable HTTP, 2026 era: the protocol is stateless (no session), so such requests get no memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+if TYPE_CHECKING:  # the server answers `initialize` before the core (numpy, torch, FAISS) loads
+    import numpy as np
+
+    from granrag_mcp.retrieval.view import ScoredChunk
+
+DEFAULT_CAPACITY = 256
+DEFAULT_THRESHOLD = 0.92
+MAX_SIMILAR_LISTED = 3  # each entry carries up to 100 ids: a few are enough to decide whether to search again
+MAX_SESSIONS = 1024  # a safety net for connections the runtime keeps alive: the least recently used one goes
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    query: str
+    vector: np.ndarray
+    chunk_ids: tuple[str, ...]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Similar:
+    previous: Remembered
+    similarity: float
+
+
+class SessionMemory:
+    """The recent searches of one session, newest last, and how often each chunk id was returned."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.capacity = capacity
+        self._queries: deque[Remembered] = deque()
+        self._seen: Counter[str] = Counter()
+        self._lock = threading.Lock()  # one session may run tool calls in parallel worker threads
+
+    def __len__(self) -> int:
+        return len(self._queries)
+
+    def similar(self, vector: np.ndarray, threshold: float, limit: int = MAX_SIMILAR_LISTED) -> list[Similar]:
+        """Earlier queries at cosine >= threshold to `vector` (unit vectors), most similar first."""
+        import numpy as np
+
+        with self._lock:
+            queries = list(self._queries)
+        if not queries:
+            return []
+        scores = np.stack([q.vector for q in queries]) @ np.asarray(vector, dtype=np.float32)
+        order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] >= threshold][:limit]
+        return [Similar(queries[i], float(min(scores[i], 1.0))) for i in order]
+
+    def seen(self, chunk_id: str) -> bool:
+        with self._lock:
+            return self._seen[chunk_id] > 0
+
+    def unseen(self, hits: Sequence[ScoredChunk]) -> tuple[list[ScoredChunk], int]:
+        """The hits whose chunk id this session has not received yet, and how many were dropped."""
+        with self._lock:
+            kept = [hit for hit in hits if self._seen[hit.chunk.public_id] <= 0]
+        return kept, len(hits) - len(kept)
+
+    def record(self, query: str, vector: np.ndarray, chunk_ids: Iterable[str], generation: int) -> None:
+        import numpy as np
+
+        entry = Remembered(query, np.asarray(vector, dtype=np.float32).copy(), tuple(chunk_ids), generation)
+        with self._lock:
+            if self.capacity <= 0:
+                return
+            self._queries.append(entry)
+            self._seen.update(entry.chunk_ids)
+            while len(self._queries) > self.capacity:
+                old = self._queries.popleft()
+                self._seen.subtract(old.chunk_ids)
+                self._seen += Counter()  # drops the ids no remembered query returned any more
+
+
+class QueryMemories:
+    """The memory of every live session, keyed by its connection's identity."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, max_sessions: int = MAX_SESSIONS,
+                 one_client: bool = False) -> None:
+        self.capacity = capacity
+        self.one_client = one_client  # stdio: every request comes from the one client of this process
+        self.max_sessions = max_sessions
+        self._sessions: dict[int, SessionMemory] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def of(self, ctx: Any) -> SessionMemory | None:
+        """The memory of the session `ctx` (a tool's Context) belongs to; None when it has no session or the
+        memory is off (capacity 0)."""
+        if self.capacity <= 0:
+            return None
+        if self.one_client:
+            return self.of_marker(self)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None  # stateless by protocol: nothing ties two requests to one client
+        marker = ctx.session.client_params  # one object per connection, alive as long as the connection
+        if marker is None:
+            return None
+        return self.of_marker(marker)
+
+    def of_marker(self, marker: object) -> SessionMemory:
+        key = id(marker)
+        with self._lock:
+            memory = self._sessions.pop(key, None)  # re-inserted below: the dict's order is recency
+            if memory is None:
+                memory = SessionMemory(self.capacity)
+                # Runs when the connection's objects are freed; dict.pop is atomic, so it needs no lock (it may
+                # run in any thread, even one holding this lock). The id cannot be reused before it runs.
+                weakref.finalize(marker, self._sessions.pop, key, None)
+            self._sessions[key] = memory
+            while len(self._sessions) > self.max_sessions:
+                self._sessions.pop(next(iter(self._sessions)), None)
+        return memory

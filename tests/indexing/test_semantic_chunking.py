@@ -1,0 +1,108 @@
+"""Percentile semantic chunking of the mid level: boundaries, size bounds, overrides, and the index run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from granrag_mcp.indexing.chunking import ChunkSettings
+from granrag_mcp.errors import StoreMismatchError
+from granrag_mcp.indexing.semantic_chunking import (
+    boundaries, group_sentences, parse_override, percentile_for, semantic_documents, smoothed_distances,
+)
+from granrag_mcp.settings import Settings
+from granrag_mcp.store.store import Snapshot
+from granrag_mcp.tokens import get_tokenizer
+from tests.fakes import FakeEmbedder
+from tests.helpers import current_chunks, index
+
+TOPICS = [
+    "Quasar telescope redshift observed. Telescope quasar redshift measured. Quasar redshift telescope jets. "
+    "Redshift quasar telescope data.",
+    "Sourdough oven crust baked. Oven sourdough crust browned. Sourdough crust oven dough. Crust sourdough oven "
+    "loaf.",
+    "Sailboat harbour mainsail trimmed. Harbour sailboat mainsail tacked. Mainsail sailboat harbour wind. Sailboat "
+    "mainsail harbour anchor.",
+]
+SEMANTIC = ChunkSettings(broad_tokens=400, broad_overlap=0, mid_tokens=60, sentence_max_tokens=40,
+                         chunker="semantic", semantic_percentile=80, semantic_min_tokens=8)
+
+
+def test_the_issue_example_has_one_boundary_at_the_largest_distance():
+    distances = np.array([0.3, 0.6, 0.9, 0.5])
+    assert boundaries(distances, 0.7) == [3]
+    assert boundaries(distances, float(np.percentile(distances, 95))) == [3]
+
+
+def test_smoothing_adds_one_neighbour_on_each_side_of_a_gap():
+    change = np.eye(4, dtype=np.float32)[[0, 0, 1, 1]]
+    assert list(np.round(smoothed_distances(change, 0), 3)) == [0, 1, 0]
+    assert smoothed_distances(change)[1] == pytest.approx(1.0)  # a real change of topic stays a full distance
+    odd = np.eye(4, dtype=np.float32)[[0, 0, 0, 1, 0, 0, 0]]
+    assert list(np.round(smoothed_distances(odd, 0), 3)) == [0, 0, 1, 1, 0, 0]
+    smooth = smoothed_distances(odd)
+    assert smooth.max() < 0.5  # one odd sentence weighs less once each side has a neighbour
+
+
+def test_groups_are_bounded_above_and_small_ones_join_the_nearer_neighbour():
+    tokens = [10] * 6
+    distances = np.array([0.1, 0.9, 0.1, 0.1, 0.8])  # topic changes before sentences 2 and 5
+    assert group_sentences(tokens, distances, 0.5, 100, 1) == [(0, 2), (2, 5), (5, 6)]
+    # sentence 5 alone is under the minimum: it joins (2, 5), across the smaller distance it has
+    assert group_sentences(tokens, distances, 0.5, 100, 15) == [(0, 2), (2, 6)]
+    # the maximum wins over the boundaries
+    assert all(sum(tokens[a:b]) <= 20 for a, b in group_sentences(tokens, np.zeros(5), 0.5, 20, 1))
+    # one or two sentences: fixed windows
+    assert group_sentences([10, 10], np.array([0.9]), 0.5, 100, 1) == [(0, 2)]
+
+
+def test_overrides_pick_the_percentile_by_path_and_bad_ones_are_refused():
+    settings = ChunkSettings(chunker="semantic", semantic_overrides=("**/math/**=90", "glossary.md=98"))
+    assert percentile_for("books/math/algebra.md", settings) == 90
+    assert percentile_for("math/algebra.md", settings) == 90
+    assert percentile_for("glossary.md", settings) == 98
+    assert percentile_for("history.md", settings) == 95
+    assert parse_override("a/*.md=97.5") == ("a/*.md", 97.5)
+    for bad in ("**/math/**", "=90", "x=abc", "x=0", "x=101"):
+        with pytest.raises(ValueError, match="PATTERN=PERCENTILE"):
+            parse_override(bad)
+    with pytest.raises(ValidationError, match="malformed semantic percentile override"):
+        Settings(chunker="semantic", semantic_overrides="**/math/**")
+    with pytest.raises(ValidationError, match="chunker"):
+        Settings(chunker="paragraphs")
+    assert Settings(semantic_overrides=" **/math/**=90 , g.md=98").chunking.semantic_overrides == (
+        "**/math/**=90", "g.md=98")
+
+
+def test_mids_follow_the_topics_and_nest_their_sentences():
+    text = "\n\n".join(TOPICS)
+    [(spans, vectors)] = semantic_documents([("doc.md", text)], get_tokenizer(), SEMANTIC, FakeEmbedder())
+    mids = [s for s in spans if s.level == "mid"]
+    narrow = [s for s in spans if s.level == "narrow"]
+    assert len(vectors) == len(narrow)
+    starts = {text.index(topic) for topic in TOPICS}
+    assert starts <= {m.start for m in mids}, "each topic starts a mid chunk"
+    for sentence in narrow:
+        parent = mids[sentence.parent_seq]
+        assert parent.start <= sentence.start and sentence.end <= parent.end
+    assert all(m.token_count <= SEMANTIC.mid_tokens for m in mids)
+
+
+def test_an_index_run_reuses_the_sentence_vectors_and_the_chunker_is_part_of_the_identity(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "mixed.md").write_text("\n\n".join(TOPICS), encoding="utf-8")
+    (docs / "short.md").write_text("One sentence only.", encoding="utf-8")
+    embedder = FakeEmbedder()
+    index(docs, tmp_path / "store", embedder, chunking=SEMANTIC)
+    narrow = sum(1 for c in current_chunks(tmp_path / "store").values() if c.level == "narrow")
+    assert embedder.texts_embedded == narrow, "sentences embedded once; mid and broad vectors pooled from them"
+    chunks = current_chunks(tmp_path / "store")
+    assert any(c.level == "mid" and c.doc_id == "short.md" for c in chunks.values())
+    snapshot = Snapshot.open(tmp_path / "store")
+    assert snapshot.manifest.identity.chunking.chunker == "semantic"
+    snapshot.close()
+    (docs / "more.md").write_text("Another document.", encoding="utf-8")
+    with pytest.raises(StoreMismatchError, match="chunker"):
+        index(docs, tmp_path / "store", embedder, chunking=SEMANTIC.model_copy(update={"chunker": "fixed"}))
