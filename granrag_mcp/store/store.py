@@ -18,6 +18,7 @@ A process killed at any instant leaves CURRENT naming a complete, flushed genera
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import filelock
 
@@ -42,6 +44,9 @@ from granrag_mcp.errors import (
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.durable import fsync_dir, fsync_tree, sha256_bytes, sha256_file, write_atomic
 from granrag_mcp.store.manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, FileEntry, Manifest, StoreIdentity
+
+if TYPE_CHECKING:
+    from granrag_mcp.store.graph import ConceptGraph
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +180,13 @@ class Snapshot:
     @property
     def generation(self) -> int:
         return self.manifest.generation
+
+    @functools.cached_property
+    def graph(self) -> ConceptGraph | None:
+        """The concept graph, read on first use (None in a generation built without one)."""
+        from granrag_mcp.store.graph import ConceptGraph
+
+        return ConceptGraph.read(self.folder)
 
     @classmethod
     def open(cls, root: Path, expected: StoreIdentity | None = None, verify: bool = True) -> Snapshot:
