@@ -181,7 +181,12 @@ def build_graph(
     mid_parent = {c.id: c.parent_id for c in catalog.chunks_of_level("mid")}
     found: list[tuple[int, str, int | None, list[int]]] = []  # sentence id, doc, broad id, vocabulary positions
     counts: Counter[int] = Counter()
+    spans: set[tuple[str, int, int]] = set()
     for sentence in sentences:
+        span = (sentence.doc_id, sentence.start, sentence.end)
+        if span in spans:  # the same sentence under two overlapping broad chunks: count it once
+            continue
+        spans.add(span)
         hits = matcher.find(sentence.text)
         if hits:
             found.append((sentence.id, sentence.doc_id, mid_parent.get(sentence.parent_id), hits))
