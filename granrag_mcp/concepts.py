@@ -19,7 +19,7 @@ from granrag_mcp.store.lexical import _STOPWORDS as _LEXICAL_STOPWORDS  # noqa: 
 
 MAX_WORDS = 3
 """Longest concept in words: longer YAKE phrases are mostly a concept plus a verb or an adjective."""
-PHRASES_PER_CHARS = 150
+PHRASES_PER_CHARS = 100
 """How many keyphrases are kept per document: one per this many characters (at least MIN_PHRASES)."""
 MIN_PHRASES = 20
 MAX_PHRASES = 2000
@@ -58,8 +58,8 @@ def concept_key(phrase: str) -> str | None:
     folded = [fold(t) for t in tokens]
     if any(not f or f[0].isdigit() or f in _MONTHS for f in folded):
         return None
-    if folded[0] in STOP or folded[-1] in STOP or all(f in STOP for f in folded):
-        return None
+    if folded[0] in STOP or folded[-1] in STOP or any(f in STOP and f != "of" for f in folded[1:-1]):
+        return None  # "University of Warsaw" is a name; "soil and steady" is two fragments
     if len(folded) == 1 and len(folded[0]) < 3:
         return None
     return " ".join(folded)
@@ -80,7 +80,8 @@ def keyphrases(text: str) -> list[tuple[str, str]]:
 
 
 class ConceptMatcher:
-    """Finds the concepts of a vocabulary in sentences: longest match first, matches do not overlap."""
+    """Finds the concepts of a vocabulary in sentences, every match: YAKE phrases often run past a concept
+    ("lubricants lower sliding"), and a longest-match-only rule would hide the concepts inside them."""
 
     def __init__(self, keys: Iterable[str]) -> None:
         self.index = {key: n for n, key in enumerate(keys)}
@@ -88,19 +89,13 @@ class ConceptMatcher:
     def find(self, sentence: str) -> list[int]:
         """Vocabulary positions of the concepts in a sentence, each once, in reading order."""
         folded = [fold(t) for t in words(sentence)]
-        found: list[int] = []
-        position = 0
-        while position < len(folded):
-            for width in range(min(MAX_WORDS, len(folded) - position), 0, -1):
+        found: dict[int, None] = {}
+        for position in range(len(folded)):
+            for width in range(1, min(MAX_WORDS, len(folded) - position) + 1):
                 hit = self.index.get(" ".join(folded[position : position + width]))
                 if hit is not None:
-                    if hit not in found:
-                        found.append(hit)
-                    position += width
-                    break
-            else:
-                position += 1
-        return found
+                    found[hit] = None
+        return list(found)
 
 
 def display_names(surfaces: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -1,0 +1,37 @@
+"""A small corpus with known links between concepts, for the concept-graph tests.
+
+"lubricants" and "ball bearings" never share a sentence; both share sentences with "sliding friction", so the
+graph must link them in two hops through it. The documents are about separate topics, so their concepts fall into
+separate communities.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PHYSICS = (
+    "Sliding friction resists a block that slides across a table. "
+    "Lubricants lower sliding friction between machine parts. "
+    "Engineers choose lubricants for hot engines and cold pumps. "
+    "Ball bearings replace sliding friction with rolling friction. "
+    "Ball bearings sit inside the wheel hubs of bicycles. "
+    "Rolling friction is much weaker than sliding friction. "
+    "Machine parts wear quickly under sliding friction. "
+    "Rolling friction slows the wheel hubs of heavy trucks."
+)
+GARDEN = (
+    "Tomato plants need warm soil and steady watering. "
+    "Compost feeds tomato plants through the whole summer. "
+    "Earthworms turn kitchen scraps into rich compost. "
+    "Earthworms loosen the warm soil around young roots. "
+    "Gardeners mulch tomato plants to keep the soil moist. "
+    "Gardeners spread compost before planting seedlings."
+)
+DOCS = {"physics.md": PHYSICS, "garden.txt": GARDEN}
+
+
+def write(folder: Path, docs: dict[str, str] = DOCS) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in docs.items():
+        (folder / name).write_text(f"{text}\n\n{text}\n", encoding="utf-8")  # every sentence twice
+    return folder
