@@ -31,7 +31,7 @@ _MONTHS = frozenset(
 _EXTRA_STOP = frozenset(
     "also one two three first second third many much several however although may might could would shall "
     "including include includes included known called used use uses using made make makes well like new "
-    "time times year years part parts number numbers way ways".split()
+    "time times year years number numbers way ways".split()
 )
 STOP = _LEXICAL_STOPWORDS | _EXTRA_STOP
 
@@ -88,14 +88,33 @@ class ConceptMatcher:
 
     def find(self, sentence: str) -> list[int]:
         """Vocabulary positions of the concepts in a sentence, each once, in reading order."""
+        return list(dict.fromkeys(hit for hit, _, _ in self.spans(sentence)))
+
+    def spans(self, sentence: str) -> list[tuple[int, int, int]]:
+        """Every match as (vocabulary position, first word, word after the last)."""
         folded = [fold(t) for t in words(sentence)]
-        found: dict[int, None] = {}
+        found = []
         for position in range(len(folded)):
             for width in range(1, min(MAX_WORDS, len(folded) - position) + 1):
                 hit = self.index.get(" ".join(folded[position : position + width]))
                 if hit is not None:
-                    found[hit] = None
-        return list(found)
+                    found.append((hit, position, position + width))
+        return found
+
+
+def apart(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """Pairs of different concepts whose matches do not overlap anywhere in the sentence: "sliding friction" and
+    "friction" in one phrase are one mention, not a link."""
+    pairs = set()
+    for i, (a, a_start, a_end) in enumerate(spans):
+        for b, b_start, b_end in spans[i + 1 :]:
+            if a != b and (a_end <= b_start or b_end <= a_start):
+                pairs.add((min(a, b), max(a, b)))
+    overlapping = {
+        (min(a, b), max(a, b)) for a, a_start, a_end in spans for b, b_start, b_end in spans
+        if a != b and a_start < b_end and b_start < a_end
+    }
+    return sorted(pairs - overlapping)
 
 
 def display_names(surfaces: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """A small corpus with known links between concepts, for the concept-graph tests.
 
-"lubricants" and "ball bearings" never share a sentence; both share sentences with "sliding friction", so the
-graph must link them in two hops through it. The documents are about separate topics, so their concepts fall into
+"lubricants" and "ball bearings" never share a sentence; both share one with "machine parts", so the graph
+must link them in two hops through it. The documents are about separate topics, so their concepts fall into
 separate communities.
 """
 
@@ -10,14 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 PHYSICS = (
-    "Sliding friction resists a block that slides across a table. "
-    "Lubricants lower sliding friction between machine parts. "
-    "Engineers choose lubricants for hot engines and cold pumps. "
-    "Ball bearings replace sliding friction with rolling friction. "
+    "Lubricants protect machine parts from wear. "
+    "Engineers choose lubricants for hot engines. "
+    "Engineers test lubricants in cold pumps. "
+    "Ball bearings carry loads inside machine parts. "
     "Ball bearings sit inside the wheel hubs of bicycles. "
-    "Rolling friction is much weaker than sliding friction. "
-    "Machine parts wear quickly under sliding friction. "
-    "Rolling friction slows the wheel hubs of heavy trucks."
+    "The wheel hubs of bicycles spin on ball bearings. "
+    "Sliding friction resists a block on a table. "
+    "Rolling friction is weaker than sliding friction. "
+    "Rolling friction slows heavy trucks on a table."
 )
 GARDEN = (
     "Tomato plants need warm soil and steady watering. "

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from granrag_mcp.concepts import ConceptMatcher, display_names
+from granrag_mcp.concepts import ConceptMatcher, apart, display_names
 from granrag_mcp.store.catalog import Catalog
 
 log = logging.getLogger(__name__)
@@ -181,30 +181,31 @@ def build_graph(
     mid_parent = {c.id: c.parent_id for c in catalog.chunks_of_level("mid")}
     found: list[tuple[int, str, int | None, list[int]]] = []  # sentence id, doc, broad id, vocabulary positions
     counts: Counter[int] = Counter()
-    spans: set[tuple[str, int, int]] = set()
+    seen: set[tuple[str, int, int]] = set()
     for sentence in sentences:
-        span = (sentence.doc_id, sentence.start, sentence.end)
-        if span in spans:  # the same sentence under two overlapping broad chunks: count it once
+        where = (sentence.doc_id, sentence.start, sentence.end)
+        if where in seen:  # the same sentence under two overlapping broad chunks: count it once
             continue
-        spans.add(span)
-        hits = matcher.find(sentence.text)
-        if hits:
-            found.append((sentence.id, sentence.doc_id, mid_parent.get(sentence.parent_id), hits))
-            counts.update(hits)
+        seen.add(where)
+        spans = matcher.spans(sentence.text)
+        if spans:
+            found.append((sentence.id, sentence.doc_id, mid_parent.get(sentence.parent_id), spans))
+            counts.update(set(hit for hit, _, _ in spans))
 
     kept = sorted(v for v, n in counts.items() if n >= MIN_FREQUENCY)
     row_of = {v: row for row, v in enumerate(kept)}
     keys = [vocabulary[v] for v in kept]
-    rows_per_sentence, sentence_ids, sentence_docs, sentence_broad = [], [], [], []
+    rows_per_sentence, pairs_per_sentence, sentence_ids, sentence_docs, sentence_broad = [], [], [], [], []
     doc_list = sorted({doc for _, doc, _, _ in found})
     doc_row = {doc: n for n, doc in enumerate(doc_list)}
-    for sentence_id, doc, broad, hits in sorted(found):
-        rows = [row_of[v] for v in hits if v in row_of]
-        if rows:
+    for sentence_id, doc, broad, spans in sorted(found):
+        kept_spans = [(row_of[v], start, end) for v, start, end in spans if v in row_of]
+        if kept_spans:
             sentence_ids.append(sentence_id)
             sentence_docs.append(doc_row[doc])
             sentence_broad.append(broad if broad is not None else -1)
-            rows_per_sentence.append(rows)
+            rows_per_sentence.append(list(dict.fromkeys(row for row, _, _ in kept_spans)))
+            pairs_per_sentence.append(apart(kept_spans[: 2 * MAX_CONCEPTS_PER_SENTENCE]))
     n_concepts, n_sentences = len(keys), len(sentence_ids)
 
     mentions: list[list[int]] = [[] for _ in range(n_concepts)]
@@ -213,7 +214,7 @@ def build_graph(
             mentions[row].append(sentence_id)
     frequency = np.array([len(m) for m in mentions], dtype=np.int32)
 
-    edges_a, edges_b, weights, pair_counts = _edges(rows_per_sentence, frequency, n_concepts, n_sentences)
+    edges_a, edges_b, weights, pair_counts = _edges(pairs_per_sentence, frequency, n_concepts, n_sentences)
     adjacency = _adjacency(n_concepts, edges_a, edges_b, weights, pair_counts)
     pagerank = _pagerank(n_concepts, edges_a, edges_b, weights)
     vectors = _concept_vectors(keys, [names_of[k] for k in keys], embed_names, dimension, previous)
@@ -240,16 +241,14 @@ def build_graph(
 
 
 def _edges(
-    rows_per_sentence: list[list[int]], frequency: np.ndarray, n_concepts: int, n_sentences: int
+    pairs_per_sentence: list[list[tuple[int, int]]], frequency: np.ndarray, n_concepts: int, n_sentences: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Co-occurrence pairs (a < b) with their weight and count, pruned (positive PMI, top weights)."""
     firsts, seconds = [], []
-    for rows in rows_per_sentence:
-        rows = sorted(set(rows[:MAX_CONCEPTS_PER_SENTENCE]))
-        for i, a in enumerate(rows):
-            for b in rows[i + 1 :]:
-                firsts.append(a)
-                seconds.append(b)
+    for pairs in pairs_per_sentence:
+        for a, b in pairs:
+            firsts.append(a)
+            seconds.append(b)
     if not firsts:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, np.float32), np.zeros(0, np.int32)
