@@ -70,7 +70,9 @@ def keyphrases(text: str) -> list[tuple[str, str]]:
     import yake  # the extractor is needed only at index time
 
     top = min(MAX_PHRASES, max(MIN_PHRASES, len(text) // PHRASES_PER_CHARS))
-    extractor = yake.KeywordExtractor(lan="en", n=MAX_WORDS, top=top, dedup_lim=0.95)
+    # dedup_lim=1 turns YAKE's pairwise similarity filter off (half its time on a long document): phrases that
+    # differ only in case or plural already fold into one key below. YAKE then gives phrases in lower case.
+    extractor = yake.KeywordExtractor(lan="en", n=MAX_WORDS, top=top, dedup_lim=1.0)
     out: dict[str, str] = {}
     for phrase, _score in extractor.extract_keywords(text):
         key = concept_key(phrase)

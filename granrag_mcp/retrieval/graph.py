@@ -227,7 +227,8 @@ def _reach(graph: ConceptGraph, start: int, depth: int) -> dict[int, tuple[float
 
 
 def strongest_paths(view: View, source: str, target: str, max_hops: int, k: int, evidence: int) -> list[Path]:
-    """Up to `k` cheapest simple paths of at most `max_hops` hops, each through a different middle concept."""
+    """Up to `k` simple paths of at most `max_hops` hops, fewest hops first, then cheapest (cost = sum of
+    1/weight), each through a different middle concept."""
     if not 1 <= max_hops <= MAX_HOPS:
         raise InvalidInputError(f"max_hops {max_hops} is out of bounds: pass 1 to {MAX_HOPS}")
     graph, queries = graph_of(view)
@@ -244,7 +245,7 @@ def strongest_paths(view: View, source: str, target: str, max_hops: int, k: int,
         path = path_a + path_b[::-1][1:]
         if len(set(path)) == len(path) and len(path) - 1 <= max_hops:
             found[tuple(path)] = min(found.get(tuple(path), math.inf), cost_a + cost_b)
-    best = sorted(found.items(), key=lambda item: (item[1], len(item[0])))[:k]
+    best = sorted(found.items(), key=lambda item: (len(item[0]), item[1]))[:k]  # the most direct link first
     out = []
     for path, cost in best:
         hops = []

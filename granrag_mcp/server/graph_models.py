@@ -61,7 +61,9 @@ class GraphPath(_Model):
 class PathsResult(Budgeted):
     source: str
     target: str
-    paths: list[GraphPath] = Field(description="Strongest first; empty when no path of at most max_hops exists.")
+    paths: list[GraphPath] = Field(
+        description="Fewest hops first, then strongest; empty when no path of at most max_hops exists."
+    )
     sentences: list[Sentence] = Field(description="Text of the evidence sentences, as far as max_tokens allows.")
 
     def as_text(self) -> str:
