@@ -265,6 +265,8 @@ def _index_with_base(
         folder = writer.new_folder(generation)
         with clock.stage("index"):
             counts = write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
+        with clock.stage("graph"):
+            _write_graph(folder, base, new_docs, embedder, identity.dimension, progress)
         with clock.stage("commit"):
             manifest = Manifest(generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={})
             writer.publish(folder, manifest)
@@ -377,3 +379,23 @@ def write_generation(
     finally:
         catalog.close()
     return counts
+
+
+def _write_graph(
+    folder: Path, base: Snapshot | None, new_docs: list[_NewDocument], embedder: Embedder | None, dimension: int,
+    progress: Progress,
+) -> None:
+    """The concept graph of the generation being built, from its catalog and sentence vectors (see store/graph.py)."""
+    from granrag_mcp.store.graph import write_generation_graph
+
+    progress.message("building the concept graph")
+    catalog = Catalog.open_readonly(folder / CATALOG_FILE)
+    sentences = VectorIndex.read(folder / vector_file(FINEST))
+    try:
+        graph = write_generation_graph(
+            folder, base.folder if base else None, catalog, {d.source.doc_id: d.text for d in new_docs},
+            sentences.reconstruct, embedder.embed if embedder else None, dimension,
+        )
+    finally:
+        catalog.close()
+    progress.message(f"concept graph: {len(graph)} concepts, {graph.n_edges} edges, {graph.n_clusters} communities")

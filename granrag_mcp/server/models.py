@@ -309,4 +309,5 @@ def render(result: BaseModel) -> str | None:
         return render_window(result)
     if isinstance(result, ParentsResult):
         return render_parents(result)
-    return None
+    as_text = getattr(result, "as_text", None)  # results of other tool groups that render themselves
+    return as_text() if callable(as_text) else None

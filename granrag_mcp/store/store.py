@@ -18,11 +18,13 @@ A process killed at any instant leaves CURRENT naming a complete, flushed genera
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from granrag_mcp.errors import (
     StoreAccessError,
@@ -34,6 +36,9 @@ from granrag_mcp.levels import LEVELS, Level
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.durable import sha256_bytes, sha256_file
 from granrag_mcp.store.manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, Manifest, StoreIdentity
+
+if TYPE_CHECKING:
+    from granrag_mcp.store.graph import ConceptGraph
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +173,13 @@ class Snapshot:
     @property
     def generation(self) -> int:
         return self.manifest.generation
+
+    @functools.cached_property
+    def graph(self) -> ConceptGraph | None:
+        """The concept graph, read on first use (None in a generation built without one)."""
+        from granrag_mcp.store.graph import ConceptGraph
+
+        return ConceptGraph.read(self.folder)
 
     @classmethod
     def open(cls, root: Path, expected: StoreIdentity | None = None, verify: bool = True) -> Snapshot:

@@ -37,6 +37,10 @@ EXPECTED_ERRORS = {
     "unknown id": re.compile(r"unknown chunk id\(s\) .*search again"),
     "unknown doc id": re.compile(r"unknown doc_id\(s\) .*list_documents shows"),
     "broad has no parent": re.compile(r"are broad chunks, the top of the hierarchy, and have no parent"),
+    "unknown concept": re.compile(r"unknown concept .*the closest names are .*call find_concepts"),
+    "empty concept": re.compile(r"the concept name is empty: pass a name from find_concepts"),
+    "same concept": re.compile(r"are the same concept: pass two different ones"),
+    "no community in document": re.compile(r"no community of the graph lies in document"),
 }
 VALIDATION = re.compile(r"validation error")
 SEARCHES = {"search_broad", "search_narrow", "search_fused", "hrr_search"}

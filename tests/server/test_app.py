@@ -31,6 +31,8 @@ TOOLS = {
     "search_broad", "search_narrow", "search_fused", "expand_window", "get_parent", "rerank", "hrr_search",
     "list_documents", "get_chunks",
 }
+GRAPH_TOOLS = {"find_concepts", "concept_neighbourhood", "concept_paths", "graph_search"}  # see tests/server/
+TOOLS |= GRAPH_TOOLS
 SMALL_CHUNKS = {"broad_tokens": 256, "broad_overlap": 32, "mid_tokens": 64}
 FAKE_MODEL = "fake-hash-embedder"
 
@@ -172,15 +174,17 @@ def test_tools_are_listed_read_only_with_schemas(server) -> None:
             assert (properties["query"]["minLength"], properties["query"]["maxLength"]) == (1, 4000)
         if "chunk_ids" in properties:
             assert (properties["chunk_ids"]["minItems"], properties["chunk_ids"]["maxItems"]) == (1, 100)
-        if "k" in properties:
+        if "k" in properties and tool.name not in GRAPH_TOOLS:
             assert properties["k"]["maximum"] == 100
-    assert {t.name for t in tools if "max_tokens" in t.input_schema["properties"]} == TOOLS - {"list_documents"}
+    assert {t.name for t in tools if "max_tokens" in t.input_schema["properties"]} == TOOLS - {
+        "list_documents", "find_concepts"}
 
 
 def test_max_tokens_default_follows_the_settings(built) -> None:
     settings = built[0].model_copy(update={"max_tokens": 777})
     tools = anyio.run(build_server(settings).list_tools)
-    assert {t.input_schema["properties"]["max_tokens"]["default"] for t in tools if t.name != "list_documents"} == {777}
+    assert {t.input_schema["properties"]["max_tokens"]["default"] for t in tools
+            if t.name not in ("list_documents", "find_concepts")} == {777}
 
 
 # --- searches -----------------------------------------------------------------------------------------------------

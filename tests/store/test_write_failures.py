@@ -141,7 +141,8 @@ def test_a_lock_that_cannot_be_created_is_one_line(tmp_path, monkeypatch):
 def test_a_full_disk_fails_the_commit_cleanly(tmp_path, dimension, new_text, cause, raised):
     docs = write_corpus(tmp_path / "docs")
     embedder = FakeEmbedder(dimension)
-    with small_disk(tmp_path / "disk", kib=1024) as disk:
+    # 1.6 MiB: the first generation (its concept graph holds a 2048-wide vector per concept) must fit
+    with small_disk(tmp_path / "disk", kib=1600) as disk:
         store = disk / "store"
         index(docs, store, embedder=embedder)
         before = read_current(store)

@@ -1,0 +1,176 @@
+"""Concept graph: evaluation on bridge and overview questions, tool latency, and build cost as the corpus grows.
+
+    python benchmarks/bench_graph.py eval --store STORE            # bridge/overview table (graph_questions)
+    python benchmarks/bench_graph.py latency --store STORE         # p50/p95 of the graph techniques, in process
+    python benchmarks/bench_graph.py scale --sentences 20000 40000 # build time and peak memory, synthetic corpus
+
+`scale` builds the graph alone (keyphrases, matching, edges, Leiden, reports) over a synthetic catalog: sentences
+drawn from a Zipf vocabulary of multi-word terms, with the fake embedder's vectors; it reports seconds and the peak
+resident memory of a child process per size, and a linear projection to one million sentences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def cmd_eval(args: argparse.Namespace) -> dict:
+    from granrag_mcp.evaluation.graph_questions import main
+
+    out = RESULTS / "graph_eval.json"
+    main(["--store", str(args.store), "--questions", str(args.questions), "--out", str(out)])
+    return json.loads(out.read_text())
+
+
+def cmd_latency(args: argparse.Namespace) -> dict:
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.evaluation.graph_questions import bridge_questions
+    from granrag_mcp.retrieval import graph as techniques
+    from granrag_mcp.settings import Settings
+
+    engine = Engine(Settings(store=args.store), load_reranker_now=False)
+    view = engine.view()
+    graph, _ = techniques.graph_of(view)
+    bridges = bridge_questions(graph, args.calls, seed=1)
+    names = [(str(graph.keys[b.a]), str(graph.keys[b.b])) for b in bridges]
+    calls = {
+        "find_concepts": lambda a, b: techniques.find_concepts(view, a, 10),
+        "concept_neighbourhood (depth 2, 15 nodes)": lambda a, b: techniques.neighbourhood(view, a, 2, 15, 1),
+        "concept_paths (4 hops, 3 paths)": lambda a, b: techniques.strongest_paths(view, a, b, 4, 3, 1),
+        "graph_search communities": lambda a, b: techniques.communities(view, f"main themes of {a}", 5, None),
+        "graph_search passages": lambda a, b: techniques.ppr_passages(view, f"How is {a} connected to {b}?", 10),
+    }
+    for name, call in calls.items():  # warm: first use builds the query-time structures
+        call(*names[0])
+    out = {}
+    for name, call in calls.items():
+        seconds = []
+        for a, b in names:
+            start = time.perf_counter()
+            call(a, b)
+            seconds.append(time.perf_counter() - start)
+        seconds.sort()
+        out[name] = {"p50_ms": 1000 * statistics.median(seconds), "p95_ms": 1000 * seconds[int(0.95 * len(seconds))]}
+    return {"store": str(args.store), "calls": len(names), "concepts": len(graph), "edges": graph.n_edges,
+            "latency": out}
+
+
+def _synthetic(n_sentences: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    def word(n: int) -> str:  # letters only: YAKE and the concept filter drop tokens with digits
+        letters = ""
+        while True:
+            n, rest = divmod(n, 20)
+            letters += "bcdfghjklmnprstvwxz"[rest % 19] + "aeiou"[n % 5]
+            if n == 0:
+                return letters
+
+    heads = [word(n + 400) for n in range(max(500, n_sentences // 10))]
+    fillers = "the of a is was in with by for on that as from and".split()
+    weights = [1 / (rank + 1) for rank in range(len(heads))]
+    out = []
+    for _ in range(n_sentences):
+        chosen = rng.choices(heads, weights, k=rng.randint(2, 6))
+        words = []
+        for term in chosen:
+            words += [rng.choice(fillers), term.capitalize(), word(len(term) * 7 + ord(term[0]))]
+        out.append(" ".join(words) + ".")
+    return out
+
+
+def _scale_child(n_sentences: int) -> None:
+    """Runs in its own process, so that its peak memory is the graph build's own."""
+    import numpy as np
+
+    from granrag_mcp.records import Chunk
+    from granrag_mcp.store.catalog import Catalog, DocumentInfo
+    from granrag_mcp.store.graph import write_generation_graph
+    from tests.fakes import FakeEmbedder
+
+    sentences = _synthetic(n_sentences)
+    per_doc = 2000
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        catalog = Catalog.open_writable(folder / "catalog.sqlite")
+        next_id, texts = 1, {}
+        for number, first in enumerate(range(0, n_sentences, per_doc)):
+            doc = f"doc{number}.txt"
+            part = sentences[first : first + per_doc]
+            text = " ".join(part)
+            texts[doc] = text
+            broad, mid = next_id, next_id + 1
+            chunks = [Chunk(broad, doc, "broad", 0, 0, len(text), 1, None, text),
+                      Chunk(mid, doc, "mid", 0, 0, len(text), 1, broad, text)]
+            position = 0
+            for seq, sentence in enumerate(part):
+                chunks.append(Chunk(mid + 1 + seq, doc, "narrow", seq, position, position + len(sentence), 1, mid,
+                                    sentence))
+                position += len(sentence) + 1
+            next_id = mid + 2 + len(part)
+            catalog.insert_document(DocumentInfo(doc, "x", doc, len(text), 1), text, chunks)
+        catalog.commit()
+        embedder = FakeEmbedder(dimension=384)
+
+        def vectors(ids: np.ndarray) -> np.ndarray:
+            return embedder.embed([f"s{i}" for i in ids.tolist()])
+
+        start = time.perf_counter()
+        graph = write_generation_graph(folder, None, catalog, texts, vectors, embedder.embed, 384)
+        seconds = time.perf_counter() - start
+        size = sum(p.stat().st_size for p in folder.iterdir() if p.name in ("graph.npz", "concepts.json"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"sentences": n_sentences, "seconds": seconds, "peak_rss_mb": peak, "concepts": len(graph),
+                      "edges": graph.n_edges, "communities": graph.n_clusters, "bytes_on_disk": size}))
+
+
+def cmd_scale(args: argparse.Namespace) -> dict:
+    rows = []
+    for n in args.sentences:
+        done = subprocess.run([sys.executable, __file__, "_child", str(n)], capture_output=True, text=True,
+                              check=True)
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(rows[-1], file=sys.stderr)
+    # Linear fit through the two largest sizes, projected to a million sentences.
+    a, b = rows[-2], rows[-1]
+    per = lambda key: (b[key] - a[key]) / (b["sentences"] - a["sentences"])  # noqa: E731
+    projection = {key: b[key] + per(key) * (1_000_000 - b["sentences"]) for key in ("seconds", "peak_rss_mb")}
+    return {"rows": rows, "projected_1m_sentences": projection,
+            "method": "linear through the two largest sizes; synthetic sentences, fake embedder vectors"}
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["_child"]:
+        _scale_child(int(sys.argv[2]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("eval", "latency"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--store", type=Path, required=True)
+        sub.add_argument("--questions", type=int, default=200)
+        sub.add_argument("--calls", type=int, default=100)
+    scale = commands.add_parser("scale")
+    scale.add_argument("--sentences", type=int, nargs="+", default=[10_000, 20_000, 40_000])
+    args = parser.parse_args()
+    result = {"eval": cmd_eval, "latency": cmd_latency, "scale": cmd_scale}[args.command](args)
+    result["load"] = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None
+    if args.command != "eval":
+        (RESULTS / f"graph_{args.command}.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""Graph techniques over the concept graph of a view's snapshot (see `granrag_mcp.store.graph`).
+
+Find concepts by name or meaning, a concept's neighbourhood, the strongest paths between two concepts, community
+reports for overview questions, and passages ranked by personalized PageRank from the query's concepts. Every
+answer names the sentence (narrow chunk) ids that state it, so the agent can open them with the context tools.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from granrag_mcp.concepts import ConceptMatcher, concept_key
+from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.retrieval.view import ScoredChunk, View, check_query
+from granrag_mcp.store.graph import ConceptGraph
+
+MAX_DEPTH = 2
+MAX_HOPS = 4
+PATH_FANOUT = 40  # strongest neighbours followed from each concept while searching paths
+PPR_ALPHA = 0.85
+PPR_ITERATIONS = 30
+SEED_SIMILARITY = 0.55  # a concept name this close to the query (cosine) seeds the PageRank
+SEEDS_BY_MEANING = 5
+
+
+class UnknownConceptError(InvalidInputError):
+    """A concept name the graph does not hold."""
+
+
+class NoGraphError(InvalidInputError):
+    """The generation has no concept graph."""
+
+
+@dataclass
+class ConceptMatch:
+    concept: int
+    score: float
+
+
+@dataclass
+class Edge:
+    source: int
+    target: int
+    weight: float
+    count: int
+    evidence: list[int]  # sentence ids that mention both
+
+
+@dataclass
+class Neighbourhood:
+    center: int
+    nodes: list[tuple[int, int]]  # (concept, depth), the center first
+    edges: list[Edge]
+
+
+@dataclass
+class Path:
+    concepts: list[int]
+    hops: list[Edge]
+    cost: float
+
+
+@dataclass
+class Community:
+    cluster: int
+    score: float
+    members: list[int] = field(default_factory=list)
+
+
+class GraphQueries:
+    """What a query needs besides the stored arrays, built once per graph: name lookups and the PageRank matrix."""
+
+    def __init__(self, graph: ConceptGraph) -> None:
+        self.graph = graph
+        keys = [str(k) for k in graph.keys]
+        self.by_key = {k: n for n, k in enumerate(keys)}
+        self.lower_names = [str(n).lower() for n in graph.names]
+        for n, name in enumerate(self.lower_names):
+            self.by_key.setdefault(name, n)
+        self.matcher = ConceptMatcher(keys)
+        self._transition = None
+
+    def transition(self):  # noqa: ANN201 -- a scipy sparse matrix
+        """Column-stochastic matrix of the weighted graph, for personalized PageRank."""
+        if self._transition is None:
+            from scipy import sparse
+
+            g = self.graph
+            n = len(g)
+            rows = np.repeat(np.arange(n), np.diff(g.adj_ptr))
+            matrix = sparse.csr_matrix((g.adj_weight.astype(np.float64), (rows, g.adj_idx)), shape=(n, n))
+            out = np.asarray(matrix.sum(axis=1)).ravel()
+            out[out == 0] = 1.0
+            self._transition = (sparse.diags(1.0 / out) @ matrix).T.tocsr()
+        return self._transition
+
+
+@lru_cache(maxsize=4)
+def _queries(graph: ConceptGraph) -> GraphQueries:
+    return GraphQueries(graph)
+
+
+
+def graph_of(view: View) -> tuple[ConceptGraph, GraphQueries]:
+    graph = view.snapshot.graph
+    if graph is None or len(graph) == 0:
+        raise NoGraphError(
+            f"generation {view.snapshot.generation} has no concept graph (it was built before graphs were, or its "
+            "documents name no concept twice): re-index the documents to build one; search_narrow and search_fused "
+            "still work"
+        )
+    return graph, _queries(graph)
+
+
+# --- concepts ----------------------------------------------------------------------------------------------------
+
+
+def closest_names(queries: GraphQueries, name: str, k: int = 5) -> list[str]:
+    from rapidfuzz import fuzz, process
+
+    found = process.extract(name.lower(), queries.lower_names, scorer=fuzz.WRatio, limit=k)
+    return [str(queries.graph.names[index]) for _, _, index in found]
+
+
+def resolve_concept(queries: GraphQueries, name: str) -> int:
+    """The concept called `name` (its key or display name, any case, singular or plural)."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError("the concept name is empty: pass a name from find_concepts")
+    found = queries.by_key.get(name.strip().lower())
+    if found is None:
+        key = concept_key(name)
+        found = queries.by_key.get(key) if key else None
+    if found is None:
+        close = closest_names(queries, name)
+        raise UnknownConceptError(
+            f"unknown concept {name!r}; the closest names are {', '.join(repr(c) for c in close)}: pass one of "
+            "them, or call find_concepts"
+        )
+    return found
+
+
+def find_concepts(view: View, query: str, k: int) -> list[ConceptMatch]:
+    """Concepts whose name matches `query` (fuzzy) or whose name's embedding is close to it, best first."""
+    query = check_query(query)
+    graph, queries = graph_of(view)
+    from rapidfuzz import fuzz, process
+
+    scores: dict[int, float] = {}
+    exact = queries.by_key.get(query.lower())
+    key = concept_key(query)
+    if exact is None and key:
+        exact = queries.by_key.get(key)
+    if exact is not None:
+        scores[exact] = 1.0
+    for _, score, index in process.extract(query.lower(), queries.lower_names, scorer=fuzz.WRatio, limit=k):
+        scores[index] = max(scores.get(index, 0.0), 0.99 * score / 100)
+    similarity = graph.vectors @ view.query_vector(query)
+    for index in np.argsort(-similarity)[:k]:
+        scores[int(index)] = max(scores.get(int(index), 0.0), float(similarity[index]))
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], -int(graph.frequency[item[0]])))[:k]
+    return [ConceptMatch(concept, score) for concept, score in ranked]
+
+
+def edge_evidence(graph: ConceptGraph, a: int, b: int, limit: int) -> list[int]:
+    """Sentences that mention both concepts, those naming fewest other concepts first (they state the link)."""
+    both = np.intersect1d(graph.mentions(a), graph.mentions(b), assume_unique=True)
+    if len(both) <= limit:
+        return both.tolist()
+    rows = np.searchsorted(graph.sentence_ids, both)
+    crowd = np.diff(graph.sentence_ptr)[rows]
+    return both[np.argsort(crowd, kind="stable")[:limit]].tolist()
+
+
+# --- neighbourhood and paths ---------------------------------------------------------------------------------------
+
+
+def neighbourhood(view: View, name: str, depth: int, max_nodes: int, evidence: int) -> Neighbourhood:
+    if not 1 <= depth <= MAX_DEPTH:
+        raise InvalidInputError(f"depth {depth} is out of bounds: pass 1 or {MAX_DEPTH}")
+    graph, queries = graph_of(view)
+    center = resolve_concept(queries, name)
+    seen = {center: 0}
+    edges: list[Edge] = []
+    frontier = [center]
+    for level in range(1, depth + 1):
+        candidates: list[tuple[float, int, int, float, int]] = []
+        for node in frontier:
+            targets, weights, counts = graph.neighbours(node)
+            for target, weight, count in zip(targets.tolist(), weights.tolist(), counts.tolist()):
+                if target not in seen:
+                    candidates.append((-weight, node, target, weight, count))
+        candidates.sort()
+        frontier = []
+        for _, source, target, weight, count in candidates:
+            if len(seen) >= max_nodes:
+                break
+            if target in seen:
+                continue
+            seen[target] = level
+            frontier.append(target)
+            edges.append(Edge(source, target, weight, count, edge_evidence(graph, source, target, evidence)))
+    return Neighbourhood(center, list(seen.items()), edges)
+
+
+def _reach(graph: ConceptGraph, start: int, depth: int) -> dict[int, tuple[float, list[int]]]:
+    """Cheapest path (cost = sum of 1/weight) from `start` to each concept within `depth` hops."""
+    best: dict[int, tuple[float, list[int]]] = {start: (0.0, [start])}
+    heap = [(0.0, start, [start])]
+    while heap:
+        cost, node, path = heapq.heappop(heap)
+        if best.get(node, (math.inf,))[0] < cost or len(path) > depth:
+            continue
+        targets, weights, _ = graph.neighbours(node)
+        for target, weight in zip(targets[:PATH_FANOUT].tolist(), weights[:PATH_FANOUT].tolist()):
+            if target in path:
+                continue
+            new_cost = cost + 1.0 / max(weight, 1e-6)
+            if new_cost < best.get(target, (math.inf,))[0]:
+                best[target] = (new_cost, path + [target])
+                heapq.heappush(heap, (new_cost, target, path + [target]))
+    return best
+
+
+def strongest_paths(view: View, source: str, target: str, max_hops: int, k: int, evidence: int) -> list[Path]:
+    """Up to `k` simple paths of at most `max_hops` hops, fewest hops first, then cheapest (cost = sum of
+    1/weight), each through a different middle concept."""
+    if not 1 <= max_hops <= MAX_HOPS:
+        raise InvalidInputError(f"max_hops {max_hops} is out of bounds: pass 1 to {MAX_HOPS}")
+    graph, queries = graph_of(view)
+    a, b = resolve_concept(queries, source), resolve_concept(queries, target)
+    if a == b:
+        raise InvalidInputError(f"{source!r} and {target!r} are the same concept: pass two different ones")
+    from_a = _reach(graph, a, (max_hops + 1) // 2)
+    from_b = _reach(graph, b, max_hops // 2)
+    found: dict[tuple[int, ...], float] = {}
+    for middle, (cost_b, path_b) in from_b.items():
+        if middle not in from_a:
+            continue
+        cost_a, path_a = from_a[middle]
+        path = path_a + path_b[::-1][1:]
+        if len(set(path)) == len(path) and len(path) - 1 <= max_hops:
+            found[tuple(path)] = min(found.get(tuple(path), math.inf), cost_a + cost_b)
+    best = sorted(found.items(), key=lambda item: (len(item[0]), item[1]))[:k]  # the most direct link first
+    out = []
+    for path, cost in best:
+        hops = []
+        for x, y in zip(path, path[1:]):
+            targets, weights, counts = graph.neighbours(x)
+            at = int(np.flatnonzero(targets == y)[0])
+            hops.append(Edge(x, y, float(weights[at]), int(counts[at]), edge_evidence(graph, x, y, evidence)))
+        out.append(Path(list(path), hops, cost))
+    return out
+
+
+# --- global search -------------------------------------------------------------------------------------------------
+
+
+def query_concepts(view: View, graph: ConceptGraph, queries: GraphQueries, query: str, vector: np.ndarray
+                   ) -> dict[int, float]:
+    """Concepts named in the query (weight 1) and those whose name means nearly the same (their cosine)."""
+    seeds = {concept: 1.0 for concept in queries.matcher.find(query)}
+    similarity = graph.vectors @ vector
+    for index in np.argsort(-similarity)[:SEEDS_BY_MEANING]:
+        if similarity[index] >= SEED_SIMILARITY:
+            seeds.setdefault(int(index), float(similarity[index]))
+    return seeds
+
+
+def communities(view: View, query: str, k: int, doc_id: str | None) -> list[Community]:
+    """Community reports ranked for a query: the report centroid's cosine with the query, plus the share of the
+    query's concepts among its members; within one document when `doc_id` is given."""
+    graph, queries = graph_of(view)
+    vector = view.query_vector(query)
+    if graph.n_clusters == 0:
+        return []
+    scores = graph.cluster_centroid @ vector
+    seeds = query_concepts(view, graph, queries, query, vector)
+    if seeds:
+        for concept, weight in seeds.items():
+            cluster = int(graph.concept_cluster[concept])
+            while cluster >= 0:
+                scores[cluster] += 0.5 * weight / len(seeds)
+                cluster = int(graph.cluster_parent[cluster])
+    if doc_id is not None:
+        allowed = np.array([doc_id in graph.cluster_doc_ids(c) for c in range(graph.n_clusters)])
+        if not allowed.any():
+            known = {str(d) for d in graph.docs}
+            raise InvalidInputError(
+                f"no community of the graph lies in document {doc_id!r}"
+                + ("" if doc_id in known else ": it is not in the index; take doc_id from list_documents")
+            )
+        scores = np.where(allowed, scores, -np.inf)
+    order = np.argsort(-scores)[:k]
+    return [Community(int(c), float(scores[c]), graph.members(int(c)).tolist()) for c in order if np.isfinite(scores[c])]
+
+
+def personalized_pagerank(queries: GraphQueries, seeds: dict[int, float]) -> np.ndarray:
+    n = len(queries.graph)
+    restart = np.zeros(n)
+    for concept, weight in seeds.items():
+        restart[concept] = weight
+    restart /= restart.sum()
+    matrix = queries.transition()
+    rank = restart.copy()
+    for _ in range(PPR_ITERATIONS):
+        rank = (1 - PPR_ALPHA) * restart + PPR_ALPHA * (matrix @ rank)
+    return rank
+
+
+def ppr_passages(view: View, query: str, k: int, doc_id: str | None = None) -> list[ScoredChunk]:
+    """Sentences ranked by the personalized PageRank of the concepts they mention, the PageRank starting from the
+    query's concepts (HippoRAG's passage ranking over a statistical graph)."""
+    graph, queries = graph_of(view)
+    seeds = query_concepts(view, graph, queries, check_query(query), view.query_vector(query))
+    if not seeds:
+        return []
+    rank = personalized_pagerank(queries, seeds)
+    top = np.argsort(-rank)[:50]
+    candidates = np.unique(np.concatenate([graph.mentions(int(c)) for c in top]))
+    rows = np.searchsorted(graph.sentence_ids, candidates)
+    if doc_id is not None:
+        doc_rows = np.flatnonzero(graph.docs == doc_id)
+        keep = np.isin(graph.sentence_doc[rows], doc_rows)
+        candidates, rows = candidates[keep], rows[keep]
+    scores = np.array([rank[c].sum() for c in graph.sentence_concepts_of(rows)])
+    order = np.argsort(-scores, kind="stable")[:k]
+    return view.scored_chunks([(int(candidates[i]), float(scores[i])) for i in order])

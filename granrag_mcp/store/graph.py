@@ -1,0 +1,423 @@
+"""The concept graph of a generation: concepts, their co-occurrence edges, communities and community reports.
+
+Built at index time with no language model (the agent that reads the tools is the model):
+
+* nodes: concepts (`granrag_mcp.concepts`) found in at least `MIN_FREQUENCY` sentences, each with the
+  sentence (narrow chunk) ids that mention it;
+* edges: two concepts mentioned in one sentence, weighted by how often (count) and how much more often than
+  chance (normalised PMI); weight = npmi * log2(1 + count), and the weakest `PRUNE_PERCENTILE` % are dropped;
+* communities: hierarchical Leiden (graspologic-native) with clusters of at most `MAX_CLUSTER_SIZE` concepts;
+* a report per community, extractive: its concepts by PageRank, its key sentences (nearest the centroid of the
+  sentences that mention its concepts, picked for variety), its documents and broad chunks.
+
+Each document's keyphrases are kept too (`concepts.json`), so an incremental run extracts only the documents
+it adds; the graph itself is rebuilt from the catalog, which is fast next to the embedding of the same run.
+Stored as `graph.npz` (arrays) and `concepts.json` in the generation folder, checksummed by the manifest like
+every other index.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from granrag_mcp.concepts import ConceptMatcher, apart, display_names
+from granrag_mcp.store.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+GRAPH_FILE = "graph.npz"
+PHRASES_FILE = "concepts.json"
+MIN_FREQUENCY = 2
+PRUNE_PERCENTILE = 40.0
+MAX_CLUSTER_SIZE = 10
+LEIDEN_SEED = 7
+MAX_CONCEPTS_PER_SENTENCE = 16  # a list sentence would otherwise add a clique of hundreds of weak edges
+KEY_SENTENCES = 3
+REPORT_CANDIDATES = 64
+REPORT_DOCS = 5
+REPORT_BROAD = 5
+
+DocPhrases = dict[str, list[tuple[str, str]]]
+
+
+def _ragged(lists: list[list[int]] | list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets and flat values of a list of lists (CSR style)."""
+    lengths = np.array([len(x) for x in lists], dtype=np.int64)
+    pointer = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    flat = np.concatenate([np.asarray(x, dtype=dtype) for x in lists]) if lists and pointer[-1] else np.zeros(0, dtype)
+    return pointer, flat.astype(dtype)
+
+
+@dataclass(eq=False)  # compared and hashed by identity: query-time caches are keyed by the graph
+class ConceptGraph:
+    """The graph as arrays; concept n is row n everywhere. Sentences are narrow chunk ids."""
+
+    keys: np.ndarray  # str, concept keys
+    names: np.ndarray  # str, display names
+    frequency: np.ndarray  # int32, sentences that mention the concept
+    pagerank: np.ndarray  # float32
+    vectors: np.ndarray  # float32 (concepts x dimension), embedding of the display name
+    mention_ptr: np.ndarray  # int64 (concepts + 1)
+    mention_ids: np.ndarray  # int64, sorted sentence ids per concept
+    adj_ptr: np.ndarray  # int64 (concepts + 1), symmetric adjacency
+    adj_idx: np.ndarray  # int32
+    adj_weight: np.ndarray  # float32
+    adj_count: np.ndarray  # int32
+    sentence_ids: np.ndarray  # int64 sorted, sentences that mention a concept
+    sentence_ptr: np.ndarray  # int64
+    sentence_concepts: np.ndarray  # int32
+    sentence_doc: np.ndarray  # int32 index into docs
+    docs: np.ndarray  # str
+    concept_cluster: np.ndarray  # int32, finest community (-1: no edge, no community)
+    cluster_level: np.ndarray  # int32
+    cluster_parent: np.ndarray  # int32 (-1 at the top)
+    cluster_ptr: np.ndarray  # int64
+    cluster_members: np.ndarray  # int32, by PageRank, best first
+    cluster_sent_ptr: np.ndarray
+    cluster_sentences: np.ndarray  # int64, key sentences
+    cluster_broad_ptr: np.ndarray
+    cluster_broad: np.ndarray  # int64, broad chunk ids
+    cluster_doc_ptr: np.ndarray
+    cluster_docs: np.ndarray  # int32 index into docs
+    cluster_centroid: np.ndarray  # float32 (clusters x dimension)
+
+    # --- persistence ---------------------------------------------------------------------------------------------
+
+    def write(self, folder: Path) -> None:
+        with open(folder / GRAPH_FILE, "wb") as handle:
+            np.savez(handle, **{name: getattr(self, name) for name in self.__dataclass_fields__})
+
+    @classmethod
+    def read(cls, folder: Path) -> ConceptGraph | None:
+        """The stored graph, or None in a generation built without one."""
+        path = folder / GRAPH_FILE
+        if not path.exists():
+            return None
+        with np.load(path, allow_pickle=False) as data:
+            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+    # --- shape -----------------------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.adj_idx) // 2
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.cluster_level)
+
+    def mentions(self, concept: int) -> np.ndarray:
+        return self.mention_ids[self.mention_ptr[concept] : self.mention_ptr[concept + 1]]
+
+    def neighbours(self, concept: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        span = slice(self.adj_ptr[concept], self.adj_ptr[concept + 1])
+        return self.adj_idx[span], self.adj_weight[span], self.adj_count[span]
+
+    def degree(self, concept: int) -> int:
+        return int(self.adj_ptr[concept + 1] - self.adj_ptr[concept])
+
+    def members(self, cluster: int) -> np.ndarray:
+        return self.cluster_members[self.cluster_ptr[cluster] : self.cluster_ptr[cluster + 1]]
+
+    def key_sentences(self, cluster: int) -> np.ndarray:
+        return self.cluster_sentences[self.cluster_sent_ptr[cluster] : self.cluster_sent_ptr[cluster + 1]]
+
+    def broad_chunks(self, cluster: int) -> np.ndarray:
+        return self.cluster_broad[self.cluster_broad_ptr[cluster] : self.cluster_broad_ptr[cluster + 1]]
+
+    def cluster_doc_ids(self, cluster: int) -> list[str]:
+        rows = self.cluster_docs[self.cluster_doc_ptr[cluster] : self.cluster_doc_ptr[cluster + 1]]
+        return [str(self.docs[r]) for r in rows]
+
+    def sentence_concepts_of(self, sentence_rows: np.ndarray) -> list[np.ndarray]:
+        return [self.sentence_concepts[self.sentence_ptr[r] : self.sentence_ptr[r + 1]] for r in sentence_rows]
+
+
+def read_phrases(folder: Path) -> DocPhrases | None:
+    path = folder / PHRASES_FILE
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return {doc: [(key, surface) for key, surface in pairs] for doc, pairs in raw.items()}
+
+
+def write_phrases(folder: Path, phrases: Mapping[str, list[tuple[str, str]]]) -> None:
+    data = {doc: [list(pair) for pair in pairs] for doc, pairs in sorted(phrases.items())}
+    (folder / PHRASES_FILE).write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+
+
+# --- build -----------------------------------------------------------------------------------------------------------
+
+
+def build_graph(
+    catalog: Catalog,
+    phrases: Mapping[str, list[tuple[str, str]]],
+    sentence_vectors: Callable[[np.ndarray], np.ndarray],
+    embed_names: Callable[[list[str]], np.ndarray] | None,
+    dimension: int,
+    previous: ConceptGraph | None = None,
+) -> ConceptGraph:
+    """The graph of every document in `catalog`, from each document's keyphrases.
+
+    `sentence_vectors` reads stored narrow vectors by id; `embed_names` embeds concept names (None in a run that
+    only removes documents: then every concept is one the previous graph already had, with its vector).
+    """
+    vocabulary = sorted({key for pairs in phrases.values() for key, _ in pairs})
+    names_of = display_names(pair for pairs in phrases.values() for pair in pairs)
+    matcher = ConceptMatcher(vocabulary)
+
+    sentences = catalog.chunks_of_level("narrow")
+    mid_parent = {c.id: c.parent_id for c in catalog.chunks_of_level("mid")}
+    found: list[tuple[int, str, int | None, list[int]]] = []  # sentence id, doc, broad id, vocabulary positions
+    counts: Counter[int] = Counter()
+    seen: set[tuple[str, int, int]] = set()
+    for sentence in sentences:
+        where = (sentence.doc_id, sentence.start, sentence.end)
+        if where in seen:  # the same sentence under two overlapping broad chunks: count it once
+            continue
+        seen.add(where)
+        spans = matcher.spans(sentence.text)
+        if spans:
+            found.append((sentence.id, sentence.doc_id, mid_parent.get(sentence.parent_id), spans))
+            counts.update(set(hit for hit, _, _ in spans))
+
+    kept = sorted(v for v, n in counts.items() if n >= MIN_FREQUENCY)
+    row_of = {v: row for row, v in enumerate(kept)}
+    keys = [vocabulary[v] for v in kept]
+    rows_per_sentence, pairs_per_sentence, sentence_ids, sentence_docs, sentence_broad = [], [], [], [], []
+    doc_list = sorted({doc for _, doc, _, _ in found})
+    doc_row = {doc: n for n, doc in enumerate(doc_list)}
+    for sentence_id, doc, broad, spans in sorted(found):
+        kept_spans = [(row_of[v], start, end) for v, start, end in spans if v in row_of]
+        if kept_spans:
+            sentence_ids.append(sentence_id)
+            sentence_docs.append(doc_row[doc])
+            sentence_broad.append(broad if broad is not None else -1)
+            rows_per_sentence.append(list(dict.fromkeys(row for row, _, _ in kept_spans)))
+            pairs_per_sentence.append(apart(kept_spans[: 2 * MAX_CONCEPTS_PER_SENTENCE]))
+    n_concepts, n_sentences = len(keys), len(sentence_ids)
+
+    mentions: list[list[int]] = [[] for _ in range(n_concepts)]
+    for sentence_id, rows in zip(sentence_ids, rows_per_sentence):
+        for row in rows:
+            mentions[row].append(sentence_id)
+    frequency = np.array([len(m) for m in mentions], dtype=np.int32)
+
+    edges_a, edges_b, weights, pair_counts = _edges(pairs_per_sentence, frequency, n_concepts, n_sentences)
+    adjacency = _adjacency(n_concepts, edges_a, edges_b, weights, pair_counts)
+    pagerank = _pagerank(n_concepts, edges_a, edges_b, weights)
+    vectors = _concept_vectors(keys, [names_of[k] for k in keys], embed_names, dimension, previous)
+
+    sentence_ptr, sentence_concepts = _ragged(rows_per_sentence, np.int32)
+    mention_ptr, mention_ids = _ragged(mentions, np.int64)
+    graph = ConceptGraph(
+        keys=np.array(keys, dtype=str), names=np.array([names_of[k] for k in keys], dtype=str),
+        frequency=frequency, pagerank=pagerank, vectors=vectors,
+        mention_ptr=mention_ptr, mention_ids=mention_ids, **adjacency,
+        sentence_ids=np.array(sentence_ids, dtype=np.int64), sentence_ptr=sentence_ptr,
+        sentence_concepts=sentence_concepts, sentence_doc=np.array(sentence_docs, dtype=np.int32),
+        docs=np.array(doc_list, dtype=str),
+        **_communities(n_concepts, edges_a, edges_b, weights, pagerank),  # type: ignore[arg-type]
+        cluster_sent_ptr=np.zeros(1, np.int64), cluster_sentences=np.zeros(0, np.int64),
+        cluster_broad_ptr=np.zeros(1, np.int64), cluster_broad=np.zeros(0, np.int64),
+        cluster_doc_ptr=np.zeros(1, np.int64), cluster_docs=np.zeros(0, np.int32),
+        cluster_centroid=np.zeros((0, dimension), np.float32),
+    )
+    _reports(graph, np.array(sentence_broad, dtype=np.int64), sentence_vectors, dimension)
+    log.info("concept graph: %d concepts, %d edges, %d communities, from %d sentences", len(graph), graph.n_edges,
+             graph.n_clusters, n_sentences)
+    return graph
+
+
+def _edges(
+    pairs_per_sentence: list[list[tuple[int, int]]], frequency: np.ndarray, n_concepts: int, n_sentences: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Co-occurrence pairs (a < b) with their weight and count, pruned (positive PMI, top weights)."""
+    firsts, seconds = [], []
+    for pairs in pairs_per_sentence:
+        for a, b in pairs:
+            firsts.append(a)
+            seconds.append(b)
+    if not firsts:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0, np.float32), np.zeros(0, np.int32)
+    codes, counts = np.unique(np.array(firsts, np.int64) * n_concepts + np.array(seconds, np.int64),
+                              return_counts=True)
+    a, b = codes // n_concepts, codes % n_concepts
+    p_pair = counts / n_sentences
+    pmi = np.log(p_pair / ((frequency[a] / n_sentences) * (frequency[b] / n_sentences)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        npmi = np.where(p_pair < 1, pmi / -np.log(p_pair), 1.0)
+    weight = np.clip(npmi, 0, 1) * np.log2(1 + counts)
+    keep = pmi > 0
+    if keep.any():
+        keep &= weight >= np.percentile(weight[keep], PRUNE_PERCENTILE)
+    return a[keep], b[keep], weight[keep].astype(np.float32), counts[keep].astype(np.int32)
+
+
+def _adjacency(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, count: np.ndarray) -> dict[str, np.ndarray]:
+    source = np.concatenate([a, b])
+    target = np.concatenate([b, a])
+    order = np.lexsort((-np.concatenate([weight, weight]), source))  # by source, strongest edge first
+    pointer = np.zeros(n + 1, np.int64)
+    np.add.at(pointer, source + 1, 1)
+    return dict(
+        adj_ptr=np.cumsum(pointer), adj_idx=target[order].astype(np.int32),
+        adj_weight=np.concatenate([weight, weight])[order].astype(np.float32),
+        adj_count=np.concatenate([count, count])[order].astype(np.int32),
+    )
+
+
+def _pagerank(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    if n == 0:
+        return np.zeros(0, np.float32)
+    import networkx as nx
+
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_weighted_edges_from(zip(a.tolist(), b.tolist(), weight.tolist()))
+    ranks = nx.pagerank(graph, weight="weight")
+    return np.array([ranks[i] for i in range(n)], dtype=np.float32)
+
+
+def _concept_vectors(
+    keys: list[str], names: list[str], embed: Callable[[list[str]], np.ndarray] | None, dimension: int,
+    previous: ConceptGraph | None,
+) -> np.ndarray:
+    vectors = np.zeros((len(keys), dimension), np.float32)
+    known = {str(k): n for n, k in enumerate(previous.keys)} if previous is not None else {}
+    missing = []
+    for row, key in enumerate(keys):
+        old = known.get(key)
+        if old is not None and previous is not None and previous.vectors.shape[1] == dimension:
+            vectors[row] = previous.vectors[old]
+        else:
+            missing.append(row)
+    if missing and embed is not None:
+        vectors[missing] = embed([names[row] for row in missing])
+    elif missing:
+        log.warning("%d concepts have no name vector (no embedder in this run); they are found by name only",
+                    len(missing))
+    return vectors
+
+
+def _communities(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, pagerank: np.ndarray) -> dict[str, np.ndarray]:
+    concept_cluster = np.full(n, -1, np.int32)
+    if len(a) == 0:
+        return dict(concept_cluster=concept_cluster, cluster_level=np.zeros(0, np.int32),
+                    cluster_parent=np.zeros(0, np.int32), cluster_ptr=np.zeros(1, np.int64),
+                    cluster_members=np.zeros(0, np.int32))
+    import graspologic_native as gn
+
+    found = gn.hierarchical_leiden(
+        [(str(x), str(y), float(w)) for x, y, w in zip(a.tolist(), b.tolist(), weight.tolist())],
+        max_cluster_size=MAX_CLUSTER_SIZE, seed=LEIDEN_SEED,
+    )
+    members: dict[int, list[int]] = {}
+    level: dict[int, int] = {}
+    parent: dict[int, int] = {}
+    for entry in found:
+        node = int(entry.node)
+        members.setdefault(entry.cluster, []).append(node)
+        level[entry.cluster] = entry.level
+        parent[entry.cluster] = -1 if entry.parent_cluster is None else entry.parent_cluster
+        if entry.is_final_cluster:
+            concept_cluster[node] = entry.cluster
+    ids = sorted(members)
+    row = {cluster: r for r, cluster in enumerate(ids)}
+    concept_cluster = np.array([row[c] if c >= 0 else -1 for c in concept_cluster.tolist()], np.int32)
+    ordered = [sorted(set(members[c]), key=lambda m: -pagerank[m]) for c in ids]
+    pointer, flat = _ragged(ordered, np.int32)
+    return dict(
+        concept_cluster=concept_cluster, cluster_level=np.array([level[c] for c in ids], np.int32),
+        cluster_parent=np.array([row.get(parent[c], -1) for c in ids], np.int32), cluster_ptr=pointer,
+        cluster_members=flat,
+    )
+
+
+def _reports(
+    graph: ConceptGraph, sentence_broad: np.ndarray, sentence_vectors: Callable[[np.ndarray], np.ndarray],
+    dimension: int,
+) -> None:
+    """Each community's key sentences, centroid, documents and broad chunks (filled into `graph`)."""
+    sentence_row = {int(s): r for r, s in enumerate(graph.sentence_ids.tolist())}
+    key_lists, broad_lists, doc_lists = [], [], []
+    centroids = np.zeros((graph.n_clusters, dimension), np.float32)
+    for cluster in range(graph.n_clusters):
+        top = graph.members(cluster)[:MAX_CLUSTER_SIZE]
+        covered: Counter[int] = Counter()
+        for concept in top:
+            covered.update(graph.mentions(int(concept)).tolist())
+        candidates = [s for s, _ in covered.most_common(REPORT_CANDIDATES)]
+        rows = np.array([sentence_row[s] for s in candidates], np.int64)
+        vectors = sentence_vectors(np.array(candidates, np.int64)) if candidates else np.zeros((0, dimension))
+        centroid = (vectors * np.array([covered[s] for s in candidates], np.float32)[:, None]).sum(0)
+        norm = float(np.linalg.norm(centroid))
+        if norm > 0:
+            centroids[cluster] = centroid / norm
+        key_lists.append([candidates[i] for i in _varied(vectors, centroids[cluster], KEY_SENTENCES)])
+        broad_lists.append([b for b, _ in Counter(sentence_broad[rows].tolist()).most_common(REPORT_BROAD) if b >= 0])
+        doc_lists.append([d for d, _ in Counter(graph.sentence_doc[rows].tolist()).most_common(REPORT_DOCS)])
+    graph.cluster_sent_ptr, graph.cluster_sentences = _ragged(key_lists, np.int64)
+    graph.cluster_broad_ptr, graph.cluster_broad = _ragged(broad_lists, np.int64)
+    graph.cluster_doc_ptr, graph.cluster_docs = _ragged(doc_lists, np.int32)
+    graph.cluster_centroid = centroids
+
+
+def _varied(vectors: np.ndarray, centroid: np.ndarray, k: int, balance: float = 0.7) -> list[int]:
+    """Rows near the centroid, each next one also unlike those already picked (maximal marginal relevance)."""
+    if len(vectors) == 0:
+        return []
+    relevance = vectors @ centroid
+    chosen: list[int] = []
+    while len(chosen) < min(k, len(vectors)):
+        if chosen:
+            redundancy = (vectors @ vectors[chosen].T).max(axis=1)
+            score = balance * relevance - (1 - balance) * redundancy
+        else:
+            score = relevance.copy()
+        score[chosen] = -math.inf
+        chosen.append(int(np.argmax(score)))
+    return chosen
+
+
+# --- the index run's step ------------------------------------------------------------------------------------------
+
+
+def write_generation_graph(
+    folder: Path,
+    base_folder: Path | None,
+    catalog: Catalog,
+    new_texts: Mapping[str, str],
+    sentence_vectors: Callable[[np.ndarray], np.ndarray],
+    embed_names: Callable[[list[str]], np.ndarray] | None,
+    dimension: int,
+) -> ConceptGraph:
+    """Extract the keyphrases of the new documents, keep the others' from the base generation, build the graph and
+    write both files into the generation being built."""
+    from granrag_mcp.concepts import keyphrases
+
+    phrases = read_phrases(base_folder) if base_folder is not None else None
+    previous = ConceptGraph.read(base_folder) if base_folder is not None else None
+    current = {info.doc_id for info in catalog.documents()}
+    if phrases is None:  # a store from before the graph: extract every document once
+        phrases = {}
+        new_texts = {**{doc: catalog.document_text(doc) or "" for doc in current}, **new_texts}
+    phrases = {doc: pairs for doc, pairs in phrases.items() if doc in current and doc not in new_texts}
+    for doc, text in new_texts.items():
+        phrases[doc] = keyphrases(text)
+    graph = build_graph(catalog, phrases, sentence_vectors, embed_names, dimension, previous)
+    graph.write(folder)
+    write_phrases(folder, phrases)
+    return graph

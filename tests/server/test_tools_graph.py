@@ -1,0 +1,133 @@
+"""The concept-graph tools end to end through the MCP client: answers carry evidence ids that open, bad input
+gets an error the model can act on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from mcp.client import Client
+
+from granrag_mcp.concepts import ConceptMatcher, concept_key
+from granrag_mcp.server.app import build_server
+from granrag_mcp.store import graph as store_graph
+from granrag_mcp.settings import Settings
+from tests import graph_corpus
+from tests.fakes import FakeEmbedder
+from tests.server.test_app import call, fail, fake_engine, fake_index, run
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("graph-tools")
+    settings = Settings(store=root / "store", model="fake-hash-embedder", broad_tokens=256, broad_overlap=32,
+                        mid_tokens=64)
+    embedder = FakeEmbedder(dimension=256)
+    # A corpus of thirty sentences has too few edges for a percentile cut to mean anything: keep every edge with
+    # a positive PMI, so that the links the corpus was written with are all there.
+    with mock.patch.object(store_graph, "PRUNE_PERCENTILE", 0.0):
+        fake_index([graph_corpus.write(root / "corpus")], settings, embedder)
+    engine = fake_engine(settings, embedder)
+    return build_server(settings, engine_factory=lambda _: engine)
+
+
+def _mentions(text: str, *names: str) -> bool:
+    matcher = ConceptMatcher([concept_key(n) for n in names])
+    return len(matcher.find(text)) == len(names)
+
+
+def test_find_concepts_by_exact_and_misspelt_name(server) -> None:
+    async def scenario(client: Client):
+        return (await call(client, "find_concepts", {"query": "Ball bearings", "k": 3}),
+                await call(client, "find_concepts", {"query": "lubricnts", "k": 3}))
+
+    exact, fuzzy = run(server, scenario)
+    top = exact["concepts"][0]
+    assert top["name"].lower().startswith("ball bearing") and top["score"] == 1.0
+    assert top["frequency"] >= 2 and top["degree"] >= 1 and top["community"] is not None
+    assert all(m.startswith("narrow:") for m in top["mentions"])
+    assert fuzzy["concepts"][0]["name"].lower().startswith("lubricant")
+
+
+def test_paths_link_two_concepts_that_never_share_a_sentence(server) -> None:
+    async def scenario(client: Client):
+        paths = await call(client, "concept_paths", {"source": "lubricants", "target": "ball bearing",
+                                                     "max_hops": 2, "k": 3})
+        ids = [i for p in paths["paths"] for hop in p["hops"] for i in hop["evidence"]]
+        opened = await call(client, "get_chunks", {"chunk_ids": ids})
+        return paths, opened
+
+    paths, opened = run(server, scenario)
+    assert paths["paths"], "a two-hop path exists through machine parts"
+    texts = {s["chunk_id"]: s["text"] for s in paths["sentences"]}
+    assert {h["chunk_id"]: h["text"] for h in opened["hits"]} == texts  # the evidence ids open
+    for path in paths["paths"]:
+        assert path["concepts"][0].lower().startswith("lubricant") and len(path["hops"]) <= 2
+        for hop in path["hops"]:
+            assert any(_mentions(texts[i], hop["source"].lower(), hop["target"].lower()) for i in hop["evidence"])
+    assert any("machine part" in [c.lower().rstrip("s") for c in p["concepts"]] for p in paths["paths"])
+
+
+def test_neighbourhood_depth_and_budget(server) -> None:
+    async def scenario(client: Client):
+        return (await call(client, "concept_neighbourhood", {"concept": "sliding friction", "depth": 2,
+                                                              "max_nodes": 6}),
+                await call(client, "concept_neighbourhood", {"concept": "ball bearing", "depth": 2, "max_nodes": 50,
+                                                            "evidence": 5, "max_tokens": 50}))
+
+    wide, small = run(server, scenario)
+    assert 1 <= len(wide["neighbours"]) <= 5 and {n["depth"] for n in wide["neighbours"]} <= {1, 2}
+    assert len(wide["edges"]) == len(wide["neighbours"])
+    names = {wide["concept"]["name"]} | {n["name"] for n in wide["neighbours"]}
+    assert all(e["source"] in names and e["target"] in names for e in wide["edges"])
+    assert small["tokens_used"] <= 50 and (small["omitted"] > 0 or small["sentences"][-1]["truncated"])
+
+
+def test_graph_search_reports_and_passages(server) -> None:
+    async def scenario(client: Client):
+        return (await call(client, "graph_search", {"query": "compost and earthworms", "k": 2,
+                                                   "doc_id": "garden.txt"}),
+                await call(client, "graph_search", {"query": "how do lubricants help ball bearings",
+                                                   "mode": "passages", "k": 4}))
+
+    reports, passages = run(server, scenario)
+    assert reports["communities"] and all(c["documents"] == ["garden.txt"] for c in reports["communities"])
+    key = {i for c in reports["communities"] for i in c["key_sentences"]}
+    assert key and key >= {s["chunk_id"] for s in reports["sentences"]}
+    assert all(b.startswith("broad:") for c in reports["communities"] for b in c["broad_chunks"])
+    assert passages["hits"] and all(h["level"] == "narrow" for h in passages["hits"])
+    assert any(_mentions(h["text"].lower(), "lubricant") or _mentions(h["text"].lower(), "ball bearing")
+               for h in passages["hits"])
+
+
+def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
+    async def scenario(client: Client):
+        return [
+            await fail(client, "concept_neighbourhood", {"concept": "sliding frction"}),
+            await fail(client, "concept_paths", {"source": "lubricant", "target": "zeppelin"}),
+            await fail(client, "concept_paths", {"source": "lubricant", "target": "compost", "max_hops": 5}),
+            await fail(client, "concept_neighbourhood", {"concept": "lubricant", "depth": 3}),
+            await fail(client, "graph_search", {"query": "soil", "doc_id": "nowhere.md"}),
+        ]
+
+    unknown, unknown_target, hops, depth, doc = run(server, scenario)
+    assert "unknown concept 'sliding frction'" in unknown and "'sliding friction'" in unknown.lower()
+    assert "unknown concept 'zeppelin'" in unknown_target and "find_concepts" in unknown_target
+    assert "max_hops" in hops and "depth" in depth
+    assert "nowhere.md" in doc and "list_documents" in doc
+
+
+def test_a_store_without_a_graph_says_how_to_get_one(tmp_path: Path) -> None:
+    settings = Settings(store=tmp_path / "store", model="fake-hash-embedder", broad_tokens=256, broad_overlap=32,
+                        mid_tokens=64)
+    embedder = FakeEmbedder(dimension=256)
+    fake_index([graph_corpus.write(tmp_path / "corpus")], settings, embedder)
+    engine = fake_engine(settings, embedder)
+    engine.live.snapshot().graph = None  # as a generation indexed before graphs were
+    server = build_server(settings, engine_factory=lambda _: engine)
+
+    async def scenario(client: Client):
+        return await fail(client, "find_concepts", {"query": "friction"})
+
+    assert "no concept graph" in run(server, scenario) and "re-index" in run(server, scenario)

@@ -1,0 +1,118 @@
+"""The concept graph as an index of the generation: built at index time, checksummed, incremental."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from granrag_mcp.concepts import ConceptMatcher, concept_key
+from granrag_mcp.errors import StoreCorruptError
+from granrag_mcp.store.graph import GRAPH_FILE, MIN_FREQUENCY, PHRASES_FILE, write_generation_graph
+from granrag_mcp.store.store import Snapshot
+from tests import graph_corpus
+from tests.fakes import FakeEmbedder
+from tests.helpers import index
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("graph")
+    index(graph_corpus.write(root / "corpus"), root / "store")
+    return root / "store"
+
+
+def test_the_graph_is_in_the_manifest_and_verified(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    index(graph_corpus.write(tmp_path / "corpus"), store)
+    snapshot = Snapshot.open(store)
+    assert {GRAPH_FILE, PHRASES_FILE} <= set(snapshot.manifest.files)
+    graph = snapshot.graph
+    assert graph is not None and len(graph) > 5 and graph.n_edges > 0
+    (snapshot.folder / GRAPH_FILE).write_bytes(b"damaged")
+    with pytest.raises(StoreCorruptError, match="fails its checksum"):
+        Snapshot.open(store)
+
+
+def test_concepts_mentions_and_edges_agree_with_the_text(tmp_path: Path) -> None:
+    index(graph_corpus.write(tmp_path / "corpus"), tmp_path / "store")
+    snapshot = Snapshot.open(tmp_path / "store")
+    graph = snapshot.graph
+    keys = [str(k) for k in graph.keys]
+    matcher = ConceptMatcher(keys)
+    assert {"machine part", "lubricant", "ball bearing", "compost"} <= set(keys)
+    sentences = snapshot.catalog.chunks(graph.mention_ids.tolist())
+    for concept in range(len(graph)):
+        mentions = graph.mentions(concept)
+        assert len(mentions) >= MIN_FREQUENCY and graph.frequency[concept] == len(mentions)
+        assert all(concept in matcher.find(sentences[int(s)].text) for s in mentions)
+        targets, weights, counts = graph.neighbours(concept)
+        assert (np.diff(weights) <= 0).all(), "neighbours come strongest first"
+        for target, count in zip(targets.tolist(), counts.tolist()):
+            shared = np.intersect1d(mentions, graph.mentions(target))
+            assert len(shared) == count > 0
+    lubricant, bearing = keys.index("lubricant"), keys.index("ball bearing")
+    assert np.intersect1d(graph.mentions(lubricant), graph.mentions(bearing)).size == 0
+    physics = {keys.index(k) for k in ("machine part", "lubricant", "ball bearing")}
+    garden = {keys.index(k) for k in ("compost", "earthworm")}
+    assert not {int(graph.concept_cluster[c]) for c in physics} & {int(graph.concept_cluster[c]) for c in garden}
+
+
+def test_reports_name_their_own_documents_and_sentences(store: Path) -> None:
+    snapshot = Snapshot.open(store)
+    graph = snapshot.graph
+    assert graph.n_clusters >= 2
+    for cluster in range(graph.n_clusters):
+        members = set(graph.members(cluster).tolist())
+        key = graph.key_sentences(cluster).tolist()
+        assert key, "every community has key sentences"
+        for sentence in key:
+            row = int(np.searchsorted(graph.sentence_ids, sentence))
+            assert members & set(graph.sentence_concepts_of(np.array([row]))[0].tolist())
+        chunks = snapshot.catalog.chunks(key + graph.broad_chunks(cluster).tolist())
+        assert {c.doc_id for c in chunks.values()} <= set(graph.cluster_doc_ids(cluster))
+        assert all(chunks[int(b)].level == "broad" for b in graph.broad_chunks(cluster))
+
+
+def test_incremental_runs_extract_only_new_documents_and_drop_removed_ones(tmp_path: Path) -> None:
+    corpus = graph_corpus.write(tmp_path / "corpus")
+    index(corpus, tmp_path / "store")
+    first = json.loads((Snapshot.open(tmp_path / "store").folder / PHRASES_FILE).read_text())
+    assert set(first) == {"physics.md", "garden.txt"}
+    (corpus / "garden.txt").unlink()
+    index(corpus, tmp_path / "store", prune=True)
+    snapshot = Snapshot.open(tmp_path / "store")
+    assert json.loads((snapshot.folder / PHRASES_FILE).read_text()) == {"physics.md": first["physics.md"]}
+    keys = {str(k) for k in snapshot.graph.keys}
+    assert "sliding friction" in keys and "compost" not in keys
+    assert set(snapshot.graph.docs.tolist()) == {"physics.md"}
+    # Concepts kept across runs keep their name vectors, without an embedder (a run that only removes).
+    assert np.abs(snapshot.graph.vectors).sum(axis=1).min() > 0
+
+
+def test_a_generation_from_before_graphs_gets_every_document_extracted(tmp_path: Path) -> None:
+    index(graph_corpus.write(tmp_path / "corpus"), tmp_path / "store")
+    snapshot = Snapshot.open(tmp_path / "store")
+    old = tmp_path / "old"
+    shutil.copytree(snapshot.folder, old)
+    (old / PHRASES_FILE).unlink()  # as a generation written before graphs were
+    (old / GRAPH_FILE).unlink()
+    built = tmp_path / "new"
+    built.mkdir()
+    embedder = FakeEmbedder()
+    graph = write_generation_graph(built, old, snapshot.catalog, {}, snapshot.vectors["narrow"].reconstruct,
+                                   embedder.embed, embedder.dimension)
+    assert set(json.loads((built / PHRASES_FILE).read_text())) == {"physics.md", "garden.txt"}
+    assert [str(k) for k in graph.keys] == [str(k) for k in snapshot.graph.keys]
+
+
+@pytest.mark.parametrize(
+    "phrase, key",
+    [("Super Bowls", "super bowl"), ("University of Warsaw", "university of warsaw"), ("1931", None),
+     ("March 1931", None), ("soil and steady", None), ("the", None), ("Teachers’", "teacher")],
+)
+def test_concept_keys(phrase: str, key: str | None) -> None:
+    assert concept_key(phrase) == key
