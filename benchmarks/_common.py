@@ -91,8 +91,12 @@ def recall_and_latency(search, queries, expected, k: int) -> dict[str, Any]:
         times.append(time.perf_counter() - began)
         hits += len({i for i, _ in found} & set(want.tolist()))
     latency = latency_summary(times)
-    return {f"recall_at_{k}": round(hits / (len(queries) * k), 4),
-            "p50_ms": latency["p50_ms"], "p95_ms": latency["p95_ms"], "queries": len(queries)}
+    return {
+        f"recall_at_{k}": round(hits / (len(queries) * k), 4),
+        "p50_ms": latency["p50_ms"],
+        "p95_ms": latency["p95_ms"],
+        "queries": len(queries),
+    }
 
 
 def dir_size(path: Path) -> int:
@@ -114,8 +118,9 @@ def emit(data: dict[str, Any]) -> None:
 
 def git_revision() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None

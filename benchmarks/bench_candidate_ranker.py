@@ -55,10 +55,18 @@ def main() -> int:
             hrr_search(view, q, ranked=ranked)
             times[name].append((time.perf_counter() - began) * 1000)
     result = {
-        "questions": len(questions), "ranker": view.candidate_ranker.name if view.candidate_ranker else None,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "loadavg": Path("/proc/loadavg").read_text().split()[:3],
-        "ms": {name: {"p50": round(float(np.percentile(v, 50)), 2), "p95": round(float(np.percentile(v, 95)), 2),
-                      "mean": round(float(np.mean(v)), 2)} for name, v in times.items()},
+        "questions": len(questions),
+        "ranker": view.candidate_ranker.name if view.candidate_ranker else None,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
+        "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+        "ms": {
+            name: {
+                "p50": round(float(np.percentile(v, 50)), 2),
+                "p95": round(float(np.percentile(v, 95)), 2),
+                "mean": round(float(np.mean(v)), 2),
+            }
+            for name, v in times.items()
+        },
         "note": "the question's embedding is computed beforehand in both arms",
     }
     print(json.dumps(result, indent=1))

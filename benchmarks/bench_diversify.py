@@ -57,8 +57,7 @@ def main() -> None:
 
     import numpy as np
 
-    from granrag_mcp.engine import run_index
-    from granrag_mcp.engine import Engine
+    from granrag_mcp.engine import Engine, run_index
     from granrag_mcp.retrieval.diversify import candidate_depth, diversify, stored_vectors
     from granrag_mcp.retrieval.level_search import search_level
     from granrag_mcp.server.query_memory import SessionMemory
@@ -79,15 +78,17 @@ def main() -> None:
     engine = Engine(settings)
     pool = [q for q in questions if q.doc_id in copied]
     sample = [pool[i] for i in sorted(random.Random(0).sample(range(len(pool)), min(args.questions, len(pool))))]
-    answers_of = {doc_id: {documents[doc_id][q.answer_start:q.answer_end].lower() for q in questions
-                           if q.doc_id == doc_id} for doc_id in copied}
+    answers_of = {
+        doc_id: {documents[doc_id][q.answer_start : q.answer_end].lower() for q in questions if q.doc_id == doc_id}
+        for doc_id in copied
+    }
 
     methods = ("none", "mmr", "kmeans")
     quality = {m: {"hr": 0, "distinct_answers": 0.0, "redundant": 0, "returned": 0} for m in methods}
     for q in sample:
         view = engine.view()
         candidates = search_level(view, q.question, "mid", candidate_depth(args.k, "mmr"))
-        answer = documents[q.doc_id][q.answer_start:q.answer_end].lower()
+        answer = documents[q.doc_id][q.answer_start : q.answer_end].lower()
         for method in methods:
             hits = diversify(view, [type(c)(c.chunk, c.score) for c in candidates], args.k, method)
             texts = [h.chunk.text.lower() for h in hits]
@@ -98,9 +99,12 @@ def main() -> None:
             stats["redundant"] += sum(1 for i in range(1, len(hits)) if (vectors[:i] @ vectors[i]).max() >= 0.95)
             stats["returned"] += len(hits)
     results = {
-        m: {"hr": round(s["hr"] / len(sample), 4), "distinct_answers": round(s["distinct_answers"] / len(sample), 3),
+        m: {
+            "hr": round(s["hr"] / len(sample), 4),
+            "distinct_answers": round(s["distinct_answers"] / len(sample), 3),
             "redundant_share": round(s["redundant"] / max(s["returned"], 1), 4),
-            "hits_per_query": round(s["returned"] / len(sample), 2)}
+            "hits_per_query": round(s["returned"] / len(sample), 2),
+        }
         for m, s in quality.items()
     }
 
@@ -110,8 +114,12 @@ def main() -> None:
     memory = SessionMemory()
     warm = engine.view()
     for q in sample[:256] + sample[: max(0, 256 - len(sample))]:
-        memory.record(q.question + " (earlier)", warm.query_vector(q.question + " (earlier)"),
-                      [f"narrow:{i}" for i in range(args.k)], 1)
+        memory.record(
+            q.question + " (earlier)",
+            warm.query_vector(q.question + " (earlier)"),
+            [f"narrow:{i}" for i in range(args.k)],
+            1,
+        )
     times: dict[str, list[float]] = {n: [] for n in ("search_k", "search_pool", "mmr", "kmeans", "memory")}
     for _ in range(args.repeats):
         for q in sample:
@@ -139,13 +147,20 @@ def main() -> None:
         "benchmark": "diversify",
         "command": "python benchmarks/bench_diversify.py " + " ".join(sys.argv[1:]),
         "corpus": {"articles": args.articles, "edited_copies": args.copied, "documents": len(corpus)},
-        "questions": len(sample), "k": args.k, "level": "mid",
-        "quality": results, "latency_narrow_ms": latency, "memory_queries": len(memory),
+        "questions": len(sample),
+        "k": args.k,
+        "level": "mid",
+        "quality": results,
+        "latency_narrow_ms": latency,
+        "memory_queries": len(memory),
         "added_p50_ms": {
             "deeper_search": round(latency["search_pool"]["p50_ms"] - latency["search_k"]["p50_ms"], 3),
-            "mmr": latency["mmr"]["p50_ms"], "kmeans": latency["kmeans"]["p50_ms"], "memory": latency["memory"]["p50_ms"],
+            "mmr": latency["mmr"]["p50_ms"],
+            "kmeans": latency["kmeans"]["p50_ms"],
+            "memory": latency["memory"]["p50_ms"],
         },
-        "load_average_end": load_average(), "machine": machine(),
+        "load_average_end": load_average(),
+        "machine": machine(),
     }
     print(save_result("diversify", data))
     import json

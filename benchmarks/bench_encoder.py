@@ -144,9 +144,21 @@ def texts(questions: int, sentences: int) -> dict[str, list[str]]:
 def run_child(runner: str, texts_file: Path, vectors_file: Path) -> dict[str, Any]:
     spawned = time.time()
     done = subprocess.run(
-        [sys.executable, __file__, "--child", runner, "--spawned", repr(spawned), "--texts", str(texts_file),
-         "--vectors", str(vectors_file)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            runner,
+            "--spawned",
+            repr(spawned),
+            "--texts",
+            str(texts_file),
+            "--vectors",
+            str(vectors_file),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"{runner} child failed:\n{done.stderr[-3000:]}")
@@ -159,14 +171,32 @@ def median_of(runs: list[dict[str, Any]], key: str) -> float:
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
-    keys = ["startup_s", "startup_cpu_s", "imports_s", "load_s", "first_forward_s", "rss_after_load_mib",
-            "rss_after_first_query_mib", "query.p50_ms", "query.p95_ms", "query_cpu_p50_ms", "batch_sentences_per_s",
-            "batch_sentences_per_cpu_s", "peak_rss_mib"]
+    keys = [
+        "startup_s",
+        "startup_cpu_s",
+        "imports_s",
+        "load_s",
+        "first_forward_s",
+        "rss_after_load_mib",
+        "rss_after_first_query_mib",
+        "query.p50_ms",
+        "query.p95_ms",
+        "query_cpu_p50_ms",
+        "batch_sentences_per_s",
+        "batch_sentences_per_cpu_s",
+        "peak_rss_mib",
+    ]
     return {key.replace(".", "_"): median_of(runs, key) for key in keys}
 
 
-LOWER_IS_BETTER = ["startup_s", "startup_cpu_s", "query_p50_ms", "query_cpu_p50_ms", "rss_after_load_mib",
-                   "rss_after_first_query_mib"]
+LOWER_IS_BETTER = [
+    "startup_s",
+    "startup_cpu_s",
+    "query_p50_ms",
+    "query_cpu_p50_ms",
+    "rss_after_load_mib",
+    "rss_after_first_query_mib",
+]
 HIGHER_IS_BETTER = ["batch_sentences_per_s", "batch_sentences_per_cpu_s"]
 
 
@@ -211,11 +241,14 @@ def main() -> None:
             for runner in order:
                 result = run_child(runner, texts_file, Path(folder) / f"{runner}.npy")
                 runs[runner].append(result)
-                print(f"round {round_ + 1} {runner}: start-up {result['startup_s']} s "
-                      f"(CPU {result['startup_cpu_s']} s), query p50 {result['query']['p50_ms']} ms "
-                      f"(CPU {result['query_cpu_p50_ms']} ms), {result['batch_sentences_per_s']} sentences/s "
-                      f"({result['batch_sentences_per_cpu_s']} per CPU s), RSS {result['rss_after_load_mib']} MiB, "
-                      f"load {load_average()}", file=sys.stderr)
+                print(
+                    f"round {round_ + 1} {runner}: start-up {result['startup_s']} s "
+                    f"(CPU {result['startup_cpu_s']} s), query p50 {result['query']['p50_ms']} ms "
+                    f"(CPU {result['query_cpu_p50_ms']} ms), {result['batch_sentences_per_s']} sentences/s "
+                    f"({result['batch_sentences_per_cpu_s']} per CPU s), RSS {result['rss_after_load_mib']} MiB, "
+                    f"load {load_average()}",
+                    file=sys.stderr,
+                )
         mine, theirs = np.load(Path(folder) / "bert.npy"), np.load(Path(folder) / "sentence-transformers.npy")
     cosine = (mine * theirs).sum(axis=1)
     medians = {runner: summary(results) for runner, results in runs.items()}

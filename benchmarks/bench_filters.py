@@ -35,8 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     offline_env()
 
-    from granrag_mcp.engine import run_index
-    from granrag_mcp.engine import Engine
+    from granrag_mcp.engine import Engine, run_index
     from granrag_mcp.retrieval.filters import DocFilter
     from granrag_mcp.retrieval.level_search import search_level
     from granrag_mcp.settings import Settings
@@ -60,8 +59,10 @@ def main() -> None:
         other = {"inside": 0, "cut_down": 0}
 
         def found(hits, q) -> bool:
-            return any(h.chunk.doc_id == q.doc_id and h.chunk.start < q.answer_end and q.answer_start < h.chunk.end
-                       for h in hits)
+            return any(
+                h.chunk.doc_id == q.doc_id and h.chunk.start < q.answer_end and q.answer_start < h.chunk.end
+                for h in hits
+            )
 
         for q in questions:
             another = rng.choice([d for d in kept if d != q.doc_id])
@@ -91,8 +92,13 @@ def main() -> None:
         data = {
             "benchmark": "filters",
             "command": f"python benchmarks/bench_filters.py --articles {args.articles} --questions {args.questions}",
-            "revision": git_revision(), "machine": machine(), "load_at_start": load_start,
-            "articles": args.articles, "questions": n, "k": args.k, "index_seconds": round(index_seconds, 1),
+            "revision": git_revision(),
+            "machine": machine(),
+            "load_at_start": load_start,
+            "articles": args.articles,
+            "questions": n,
+            "k": args.k,
+            "index_seconds": round(index_seconds, 1),
             "chunks": view.snapshot.manifest.counts,
             "filter_is_the_questions_document": {
                 name: {"mean_hits": round(v["hits"] / n, 2), "answer_recall": round(v["found"] / n, 4)}

@@ -64,12 +64,18 @@ def cmd_latency(args: argparse.Namespace) -> dict:
             seconds.append(time.perf_counter() - start)
         seconds.sort()
         out[name] = {"p50_ms": 1000 * statistics.median(seconds), "p95_ms": 1000 * seconds[int(0.95 * len(seconds))]}
-    return {"store": str(args.store), "calls": len(names), "concepts": len(graph), "edges": graph.n_edges,
-            "latency": out}
+    return {
+        "store": str(args.store),
+        "calls": len(names),
+        "concepts": len(graph),
+        "edges": graph.n_edges,
+        "latency": out,
+    }
 
 
 def _synthetic(n_sentences: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
+
     def word(n: int) -> str:  # letters only: YAKE and the concept filter drop tokens with digits
         letters = ""
         while True:
@@ -112,12 +118,15 @@ def _scale_child(n_sentences: int) -> None:
             text = " ".join(part)
             texts[doc] = text
             broad, mid = next_id, next_id + 1
-            chunks = [Chunk(broad, doc, "broad", 0, 0, len(text), 1, None, text),
-                      Chunk(mid, doc, "mid", 0, 0, len(text), 1, broad, text)]
+            chunks = [
+                Chunk(broad, doc, "broad", 0, 0, len(text), 1, None, text),
+                Chunk(mid, doc, "mid", 0, 0, len(text), 1, broad, text),
+            ]
             position = 0
             for seq, sentence in enumerate(part):
-                chunks.append(Chunk(mid + 1 + seq, doc, "narrow", seq, position, position + len(sentence), 1, mid,
-                                    sentence))
+                chunks.append(
+                    Chunk(mid + 1 + seq, doc, "narrow", seq, position, position + len(sentence), 1, mid, sentence)
+                )
                 position += len(sentence) + 1
             next_id = mid + 2 + len(part)
             catalog.insert_document(DocumentInfo(doc, "x", doc, len(text), 1), text, chunks)
@@ -132,23 +141,36 @@ def _scale_child(n_sentences: int) -> None:
         seconds = time.perf_counter() - start
         size = sum(p.stat().st_size for p in folder.iterdir() if p.name in ("graph.npz", "concepts.json"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"sentences": n_sentences, "seconds": seconds, "peak_rss_mb": peak, "concepts": len(graph),
-                      "edges": graph.n_edges, "communities": graph.n_clusters, "bytes_on_disk": size}))
+    print(
+        json.dumps(
+            {
+                "sentences": n_sentences,
+                "seconds": seconds,
+                "peak_rss_mb": peak,
+                "concepts": len(graph),
+                "edges": graph.n_edges,
+                "communities": graph.n_clusters,
+                "bytes_on_disk": size,
+            }
+        )
+    )
 
 
 def cmd_scale(args: argparse.Namespace) -> dict:
     rows = []
     for n in args.sentences:
-        done = subprocess.run([sys.executable, __file__, "_child", str(n)], capture_output=True, text=True,
-                              check=True)
+        done = subprocess.run([sys.executable, __file__, "_child", str(n)], capture_output=True, text=True, check=True)
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(rows[-1], file=sys.stderr)
     # Linear fit through the two largest sizes, projected to a million sentences.
     a, b = rows[-2], rows[-1]
     per = lambda key: (b[key] - a[key]) / (b["sentences"] - a["sentences"])  # noqa: E731
     projection = {key: b[key] + per(key) * (1_000_000 - b["sentences"]) for key in ("seconds", "peak_rss_mb")}
-    return {"rows": rows, "projected_1m_sentences": projection,
-            "method": "linear through the two largest sizes; synthetic sentences, fake embedder vectors"}
+    return {
+        "rows": rows,
+        "projected_1m_sentences": projection,
+        "method": "linear through the two largest sizes; synthetic sentences, fake embedder vectors",
+    }
 
 
 def main() -> None:

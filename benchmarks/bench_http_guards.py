@@ -46,8 +46,13 @@ def build_store(root: Path) -> Path:
     for name, text in DOCS.items():
         (corpus / name).write_text(text, encoding="utf-8")
     store = root / "store"
-    subprocess.run([command(), "index", str(corpus), "--store", str(store), "--quiet"], env=os.environ | CHUNKS,
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [command(), "index", str(corpus), "--store", str(store), "--quiet"],
+        env=os.environ | CHUNKS,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     return store
 
 
@@ -61,7 +66,10 @@ class Server:
         with log.open("wb") as sink:
             self.process = subprocess.Popen(
                 [command(), "serve", "--transport", "http", "--port", "0", "--store", str(store)],
-                env=os.environ | CHUNKS | env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink,
+                env=os.environ | CHUNKS | env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=sink,
                 preexec_fn=lower,
             )
         for _ in range(1200):

@@ -50,19 +50,23 @@ def child(corpus: Path, store: Path, mode: str) -> None:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     from granrag_mcp.embedding.embedder import resolve_precision
 
-    print(json.dumps({
-        "precision": resolve_precision(settings.precision),
-        "import_seconds": imported - began,
-        "run_index_seconds": wall,
-        "seconds": summary.seconds,
-        "corpus_tokens": summary.corpus_tokens,
-        "documents": summary.added,
-        "new_chunks": summary.new_chunks,
-        "rss_before_index_mib": rss_before,
-        "peak_rss_mib": usage.ru_maxrss / 1024,  # Linux: KiB
-        "cpu_user_seconds": usage.ru_utime,
-        "cpu_system_seconds": usage.ru_stime,
-    }))
+    print(
+        json.dumps(
+            {
+                "precision": resolve_precision(settings.precision),
+                "import_seconds": imported - began,
+                "run_index_seconds": wall,
+                "seconds": summary.seconds,
+                "corpus_tokens": summary.corpus_tokens,
+                "documents": summary.added,
+                "new_chunks": summary.new_chunks,
+                "rss_before_index_mib": rss_before,
+                "peak_rss_mib": usage.ru_maxrss / 1024,  # Linux: KiB
+                "cpu_user_seconds": usage.ru_utime,
+                "cpu_system_seconds": usage.ru_stime,
+            }
+        )
+    )
 
 
 def run_mode(corpus: Path, store: Path, mode: str) -> dict:
@@ -88,8 +92,11 @@ def run_mode(corpus: Path, store: Path, mode: str) -> dict:
         "tokens_per_second": round(tokens / raw["run_index_seconds"]),
         "tokens_per_second_process": round(tokens / process_seconds),
         "stages": {
-            name: {"seconds": round(s, 3), "tokens_per_second": round(tokens / s) if s > 0 else None,
-                   "share": round(s / raw["run_index_seconds"], 3)}
+            name: {
+                "seconds": round(s, 3),
+                "tokens_per_second": round(tokens / s) if s > 0 else None,
+                "share": round(s / raw["run_index_seconds"], 3),
+            }
             for name, s in stages.items()
         },
         "peak_rss_mib": round(raw["peak_rss_mib"], 1),
@@ -104,8 +111,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--modes", default="mean,truncate,windows", help="comma-separated vector modes")
     parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
-    parser.add_argument("--keep-store", type=Path, metavar="DIR",
-                        help="keep the store of the first mode here (it must not exist yet); others are removed")
+    parser.add_argument(
+        "--keep-store",
+        type=Path,
+        metavar="DIR",
+        help="keep the store of the first mode here (it must not exist yet); others are removed",
+    )
     parser.add_argument("--no-save", action="store_true", help="do not write benchmarks/results/index.json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
@@ -131,14 +142,20 @@ def main() -> None:
             run = run_mode(corpus, store, mode)
             run["load_after"] = _common.load_average()
             runs.append(run)
-            print(f"[bench_index] {mode}: {run['run_index_seconds']} s, {run['tokens_per_second']} tokens/s, "
-                  f"peak RSS {run['peak_rss_mib']} MiB", file=sys.stderr)
+            print(
+                f"[bench_index] {mode}: {run['run_index_seconds']} s, {run['tokens_per_second']} tokens/s, "
+                f"peak RSS {run['peak_rss_mib']} MiB",
+                file=sys.stderr,
+            )
     result = {
         "benchmark": "index",
         "machine": info,
         "git": _common.git_revision(),
-        "corpus": {"file": str(args.squad), "documents": len(documents),
-                   "characters": sum(len(t) for t in documents.values())},
+        "corpus": {
+            "file": str(args.squad),
+            "documents": len(documents),
+            "characters": sum(len(t) for t in documents.values()),
+        },
         "runs": runs,
     }
     if not args.no_save:

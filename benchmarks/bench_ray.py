@@ -36,8 +36,21 @@ PROJECTED_WORKERS = (1, 4, 16)
 
 
 def index_once(corpus: Path, store: Path, engine: str, address: str | None) -> dict:
-    command = [sys.executable, "-m", "granrag_mcp.cli", "index", str(corpus), "--store", str(store), "--json",
-               "--quiet", "--device", "cpu", "--engine", engine]
+    command = [
+        sys.executable,
+        "-m",
+        "granrag_mcp.cli",
+        "index",
+        str(corpus),
+        "--store",
+        str(store),
+        "--json",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--engine",
+        engine,
+    ]
     if address:
         command += ["--ray-address", address]
     began = time.perf_counter()
@@ -46,9 +59,14 @@ def index_once(corpus: Path, store: Path, engine: str, address: str | None) -> d
     if done.returncode != 0:
         raise SystemExit(f"{engine} run failed:\n{done.stderr[-3000:]}")
     summary = json.loads(done.stdout)
-    return {"engine": engine, "cluster": "warm" if address else ("cold" if engine == "ray" else None),
-            "wall_seconds": round(wall, 2), "stages": {k: round(v, 2) for k, v in summary["seconds"].items()},
-            "sentences": summary["new_chunks"]["narrow"], "load": _common.load_average()}
+    return {
+        "engine": engine,
+        "cluster": "warm" if address else ("cold" if engine == "ray" else None),
+        "wall_seconds": round(wall, 2),
+        "stages": {k: round(v, 2) for k, v in summary["seconds"].items()},
+        "sentences": summary["new_chunks"]["narrow"],
+        "load": _common.load_average(),
+    }
 
 
 def main() -> None:
@@ -66,10 +84,20 @@ def main() -> None:
 
     documents, _ = squad_corpus.load(args.squad)
     documents = squad_corpus.with_reordered_copies(documents, args.copies)
-    result: dict = {"benchmark": "ray", "machine": _common.machine(), "git": _common.git_revision(),
-                    "corpus": {"file": args.squad.name, "copies": args.copies, "documents": len(documents),
-                               "characters": sum(len(t) for t in documents.values())},
-                    "ray": ray.__version__, "cluster_cpus": args.cpus, "runs": []}
+    result: dict = {
+        "benchmark": "ray",
+        "machine": _common.machine(),
+        "git": _common.git_revision(),
+        "corpus": {
+            "file": args.squad.name,
+            "copies": args.copies,
+            "documents": len(documents),
+            "characters": sum(len(t) for t in documents.values()),
+        },
+        "ray": ray.__version__,
+        "cluster_cpus": args.cpus,
+        "runs": [],
+    }
     with tempfile.TemporaryDirectory(prefix="bench-ray-") as tmp:
         corpus = Path(tmp) / "corpus"
         squad_corpus.write(documents, corpus)
@@ -108,10 +136,14 @@ def main() -> None:
     fixed = round(summary["ray_warm_wall_seconds"] - parallel - serial, 2)  # imports, connecting, actor start
     workers = args.cpus  # the CPU run's embedding actors: one per CPU
     per_worker = sentences / parallel / workers
-    summary.update({
-        "sentences": sentences, "parallel_stage_seconds": parallel, "writer_seconds": serial,
-        "sentences_per_second_per_cpu_worker": round(per_worker, 1),
-    })
+    summary.update(
+        {
+            "sentences": sentences,
+            "parallel_stage_seconds": parallel,
+            "writer_seconds": serial,
+            "sentences_per_second_per_cpu_worker": round(per_worker, 1),
+        }
+    )
     summary["projection_1m_sentences_seconds"] = {
         str(w): round(fixed + PROJECTED_SENTENCES / (per_worker * w) + serial * PROJECTED_SENTENCES / sentences)
         for w in PROJECTED_WORKERS

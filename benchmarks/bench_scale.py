@@ -127,8 +127,13 @@ def timed_queries(index, queries: np.ndarray, latency_queries: int, threads: lis
 
 def setting_row(param: str | None, latency: dict, recall_at_10: float) -> dict[str, Any]:
     best = min(latency, key=lambda t: latency[t]["p50_ms"])
-    row: dict[str, Any] = {"param": param, "recall_at_10": recall_at_10, "p50_ms": latency[best]["p50_ms"],
-                           "p95_ms": latency[best]["p95_ms"], "best_threads": best}
+    row: dict[str, Any] = {
+        "param": param,
+        "recall_at_10": recall_at_10,
+        "p50_ms": latency[best]["p50_ms"],
+        "p95_ms": latency[best]["p95_ms"],
+        "best_threads": best,
+    }
     for threads, summary in latency.items():
         row[f"p50_ms_{threads}"] = summary["p50_ms"]
         row[f"p95_ms_{threads}"] = summary["p95_ms"]
@@ -140,8 +145,17 @@ def recall(labels: np.ndarray, truth: np.ndarray) -> float:
     return hits / (truth.shape[0] * K)
 
 
-def child(kind: str, n: int, seed: int, structure: str, queries_n: int, latency_queries: int, truth_file: Path,
-          threads: list[int], search_params: tuple[int, ...] | None = None) -> None:
+def child(
+    kind: str,
+    n: int,
+    seed: int,
+    structure: str,
+    queries_n: int,
+    latency_queries: int,
+    truth_file: Path,
+    threads: list[int],
+    search_params: tuple[int, ...] | None = None,
+) -> None:
     import faiss
 
     faiss.omp_set_num_threads(max(threads))  # builds use every thread
@@ -156,8 +170,14 @@ def child(kind: str, n: int, seed: int, structure: str, queries_n: int, latency_
     rss_index = rss_mib() - rss_start
     index_bytes = int(faiss.serialize_index(index).size)
     gc.collect()
-    result: dict[str, Any] = {"kind": kind, "n": n, "build_seconds": round(build_seconds, 2),
-                              "index_bytes": index_bytes, "rss_delta_mib": round(rss_index, 1), "settings": []}
+    result: dict[str, Any] = {
+        "kind": kind,
+        "n": n,
+        "build_seconds": round(build_seconds, 2),
+        "index_bytes": index_bytes,
+        "rss_delta_mib": round(rss_index, 1),
+        "settings": [],
+    }
     if kind == "flat":
         latency, labels = timed_queries(index, queries, latency_queries, threads)
         np.save(truth_file, labels)
@@ -181,9 +201,26 @@ def child(kind: str, n: int, seed: int, structure: str, queries_n: int, latency_
 
 
 def run_child(kind: str, n: int, args: argparse.Namespace, truth_file: Path) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--child", kind, "--n", str(n), "--seed", str(args.seed), "--structure",
-           args.structure, "--queries", str(args.queries), "--latency-queries", str(args.latency_queries),
-           "--truth", str(truth_file), "--threads", args.threads]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        "--n",
+        str(n),
+        "--seed",
+        str(args.seed),
+        "--structure",
+        args.structure,
+        "--queries",
+        str(args.queries),
+        "--latency-queries",
+        str(args.latency_queries),
+        "--truth",
+        str(truth_file),
+        "--threads",
+        args.threads,
+    ]
     chosen = args.ef_search if kind == "hnsw" else args.nprobe if kind == "ivf" else None
     if chosen:
         cmd += ["--search-params", chosen]
@@ -234,27 +271,43 @@ def main() -> None:
     parser.add_argument("--structure", choices=["clustered", "uniform"], default="clustered")
     parser.add_argument("--queries", type=int, default=500, help="queries for recall (default 500)")
     parser.add_argument("--latency-queries", type=int, default=200, help="single-query searches timed (default 200)")
-    parser.add_argument("--max-build-seconds", type=float, default=600.0,
-                        help="skip an HNSW/IVF build estimated to take longer (default 600)")
+    parser.add_argument(
+        "--max-build-seconds",
+        type=float,
+        default=600.0,
+        help="skip an HNSW/IVF build estimated to take longer (default 600)",
+    )
     parser.add_argument("--target-ms", type=float, default=20.0, help="latency target p50 (default 20 ms)")
     parser.add_argument("--min-recall", type=float, default=0.95, help="recall@10 a replacement must keep (0.95)")
-    parser.add_argument("--threads", default="1,2",
-                        help="OpenMP thread counts the single-query searches are timed with (default 1,2)")
+    parser.add_argument(
+        "--threads", default="1,2", help="OpenMP thread counts the single-query searches are timed with (default 1,2)"
+    )
     parser.add_argument("--ef-search", help="HNSW efSearch values, comma-separated (default 64,128)")
     parser.add_argument("--nprobe", help="IVF nprobe values, comma-separated (default 8,16,32)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--merge", action="store_true",
-                        help="merge these rows into the existing results/scale.json (same n and index replaced)")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="merge these rows into the existing results/scale.json (same n and index replaced)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--truth", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--search-params", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.n, args.seed, args.structure, args.queries, args.latency_queries, args.truth,
-              [int(t) for t in args.threads.split(",")],
-              tuple(int(v) for v in args.search_params.split(",")) if args.search_params else None)
+        child(
+            args.child,
+            args.n,
+            args.seed,
+            args.structure,
+            args.queries,
+            args.latency_queries,
+            args.truth,
+            [int(t) for t in args.threads.split(",")],
+            tuple(int(v) for v in args.search_params.split(",")) if args.search_params else None,
+        )
         return
 
     import faiss
@@ -272,9 +325,13 @@ def main() -> None:
             for kind in kinds:
                 guess = estimate(last.get(kind), n) if kind != "flat" else None
                 if guess is not None and guess > args.max_build_seconds:
-                    row = {"kind": kind, "n": n, "skipped": f"estimated build {guess:.0f} s > "
-                           f"{args.max_build_seconds:.0f} s limit (from {last[kind]['build_seconds']} s at "
-                           f"n={last[kind]['n']})"}
+                    row = {
+                        "kind": kind,
+                        "n": n,
+                        "skipped": f"estimated build {guess:.0f} s > "
+                        f"{args.max_build_seconds:.0f} s limit (from {last[kind]['build_seconds']} s at "
+                        f"n={last[kind]['n']})",
+                    }
                     print(f"[bench_scale] {kind} n={n}: skipped ({row['skipped']})", file=sys.stderr)
                     rows.append(row)
                     continue
@@ -287,9 +344,14 @@ def main() -> None:
                         break
                     continue
                 last[kind] = row
-                print(f"[bench_scale] {kind} n={n}: build {row['build_seconds']} s, "
-                      + ", ".join(f"{s['param'] or 'exact'} p50 {s['p50_ms']} ms ({s['best_threads']}) r@10 {s['recall_at_10']}"
-                                  for s in row["settings"]), file=sys.stderr)
+                print(
+                    f"[bench_scale] {kind} n={n}: build {row['build_seconds']} s, "
+                    + ", ".join(
+                        f"{s['param'] or 'exact'} p50 {s['p50_ms']} ms ({s['best_threads']}) r@10 {s['recall_at_10']}"
+                        for s in row["settings"]
+                    ),
+                    file=sys.stderr,
+                )
     previous = _common.RESULTS / "scale.json"
     if args.merge and previous.exists():
         old = json.loads(previous.read_text(encoding="utf-8"))
@@ -304,12 +366,20 @@ def main() -> None:
         "git": _common.git_revision(),
         "faiss": faiss.__version__,
         "omp_threads": faiss.omp_get_max_threads(),
-        "data": {"dim": DIM, "structure": args.structure, "clusters": "max(100, n/100)" if args.structure == "clustered"
-                 else None, "spread": SPREAD, "queries": args.queries, "latency_queries": args.latency_queries,
-                 "k": K},
-        "configs": {"hnsw": {"M": HNSW_M, "efConstruction": HNSW_EF_CONSTRUCTION, "efSearch": HNSW_EF_SEARCH},
-                    "ivf": {"nlist": "round(4*sqrt(n))", "train_sample": "min(n, 64*nlist)", "nprobe": IVF_NPROBE},
-                    "all": "wrapped in IndexIDMap2 (the store needs reconstruct by chunk id)"},
+        "data": {
+            "dim": DIM,
+            "structure": args.structure,
+            "clusters": "max(100, n/100)" if args.structure == "clustered" else None,
+            "spread": SPREAD,
+            "queries": args.queries,
+            "latency_queries": args.latency_queries,
+            "k": K,
+        },
+        "configs": {
+            "hnsw": {"M": HNSW_M, "efConstruction": HNSW_EF_CONSTRUCTION, "efSearch": HNSW_EF_SEARCH},
+            "ivf": {"nlist": "round(4*sqrt(n))", "train_sample": "min(n, 64*nlist)", "nprobe": IVF_NPROBE},
+            "all": "wrapped in IndexIDMap2 (the store needs reconstruct by chunk id)",
+        },
         "rows": rows,
         "target": {"p50_ms": args.target_ms, "min_recall_at_10": args.min_recall},
         "meets_target": recommend(rows, args.target_ms, args.min_recall),

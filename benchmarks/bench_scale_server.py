@@ -70,8 +70,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 import bench_scale_store  # noqa: E402
-from bench_tools import call  # noqa: E402
 import squad_corpus  # noqa: E402
+from bench_tools import call  # noqa: E402
 
 DIM = 384
 K = 10
@@ -145,8 +145,8 @@ def chunk_corpus(target: int, seed: int) -> tuple[list, dict[str, list], np.ndar
     """Documents chunked by the project's chunker until `target` narrow chunks; chunks get ids as the indexer
     gives them (per document: broad, then mid, then narrow). Returns the documents, the chunks per level and the
     base sentence of every narrow chunk."""
-    from granrag_mcp.records import Chunk
     from granrag_mcp.indexing.chunking import chunk_document
+    from granrag_mcp.records import Chunk
     from granrag_mcp.settings import ChunkSettings
     from granrag_mcp.store.catalog import DocumentInfo
     from granrag_mcp.tokens import get_tokenizer
@@ -167,15 +167,27 @@ def chunk_corpus(target: int, seed: int) -> tuple[list, dict[str, list], np.ndar
             parent_level = {"broad": None, "mid": "broad", "narrow": "mid"}[span.level]
             parent = ids[parent_level][span.parent_seq] if parent_level else None
             ids[span.level][span.seq] = next_id
-            own.append(Chunk(next_id, doc_id, span.level, span.seq, span.start, span.end, span.token_count, parent,
-                             text[span.start : span.end]))
+            own.append(
+                Chunk(
+                    next_id,
+                    doc_id,
+                    span.level,
+                    span.seq,
+                    span.start,
+                    span.end,
+                    span.token_count,
+                    parent,
+                    text[span.start : span.end],
+                )
+            )
             if span.level == "narrow":
                 bases.append(sentence_bases[bisect_right(starts, span.start) - 1])
             next_id += 1
         for chunk in own:
             chunks[chunk.level].append(chunk)
-        info = DocumentInfo(doc_id, hashlib.sha256(text.encode()).hexdigest(), f"/synthetic/{doc_id}", len(text),
-                            tokenizer.count(text))
+        info = DocumentInfo(
+            doc_id, hashlib.sha256(text.encode()).hexdigest(), f"/synthetic/{doc_id}", len(text), tokenizer.count(text)
+        )
         documents.append((info, text, own))
         if len(documents) % 500 == 0:
             log(f"{len(documents)} documents, {len(chunks['narrow'])} narrow chunks")
@@ -226,9 +238,13 @@ def write_vectors(folder: Path, plan: dict[str, np.ndarray], vectors: dict[str, 
         index = VectorIndex.empty(DIM)
         index.add(plan[f"{level}_ids"], vectors[level])
         index.write(folder / vector_file(level))  # settles: the HNSW graph is built here above the threshold
-        out[level] = {"kind": index.kind, "storage": getattr(index, "storage", "fp32"), "vectors": len(index),
-                      "seconds": round(time.perf_counter() - began, 1),
-                      "bytes": (folder / vector_file(level)).stat().st_size}
+        out[level] = {
+            "kind": index.kind,
+            "storage": getattr(index, "storage", "fp32"),
+            "vectors": len(index),
+            "seconds": round(time.perf_counter() - began, 1),
+            "bytes": (folder / vector_file(level)).stat().st_size,
+        }
         log(f"{level}: {out[level]}")
         del index
     return out
@@ -239,8 +255,10 @@ def write_truth(path: Path, narrow: np.ndarray, ids: np.ndarray, seed: int) -> N
     import faiss
 
     generator = bench_scale_store.Generator("realistic", len(ids))
-    sets = {"questions": generator.query_sets(TRUTH_QUERIES, seed)["questions"],
-            "mixture": generator.draw(TRUTH_QUERIES, seed + 1_000_003)}
+    sets = {
+        "questions": generator.query_sets(TRUTH_QUERIES, seed)["questions"],
+        "mixture": generator.draw(TRUTH_QUERIES, seed + 1_000_003),
+    }
     exact = faiss.IndexFlatIP(DIM)
     exact.add(narrow)
     saved = {}
@@ -282,7 +300,8 @@ def build_store(keep: Path, target: int, seed: int) -> dict[str, Any]:
         began = time.perf_counter()
         for level in ("broad", "mid", "narrow"):
             LexicalIndex.build([c.id for c in chunks[level]], [c.text for c in chunks[level]]).write(
-                folder / lexical_file(level))
+                folder / lexical_file(level)
+            )
         seconds["bm25"] = round(time.perf_counter() - began, 1)
         counts = {level: len(chunks[level]) for level in chunks}
         next_id = int(max(plan["narrow_ids"].max(), plan["mid_ids"].max(), plan["broad_ids"].max())) + 1
@@ -295,15 +314,26 @@ def build_store(keep: Path, target: int, seed: int) -> dict[str, Any]:
         write_truth(keep / "truth.npz", vectors["narrow"], plan["narrow_ids"], seed)
         seconds["ground_truth"] = round(time.perf_counter() - began, 1)
         indices = write_vectors(folder, plan, vectors)
-        identity = StoreIdentity(model=MODEL, dimension=DIM, tokenizer="cl100k_base", vector_mode="mean",
-                                 chunking=ChunkSettings())
-        manifest = Manifest(generation=generation, identity=identity, counts={**counts, "documents": n_documents},
-                            next_chunk_id=next_id, files={})
+        identity = StoreIdentity(
+            model=MODEL, dimension=DIM, tokenizer="cl100k_base", vector_mode="mean", chunking=ChunkSettings()
+        )
+        manifest = Manifest(
+            generation=generation,
+            identity=identity,
+            counts={**counts, "documents": n_documents},
+            next_chunk_id=next_id,
+            files={},
+        )
         began = time.perf_counter()
         final = writer.publish(folder, manifest)
         seconds["publish"] = round(time.perf_counter() - began, 1)
-    return {"generation": final.name, "counts": manifest.counts, "indices": indices, "seconds": seconds,
-            "store_bytes": _common.dir_size(final)}
+    return {
+        "generation": final.name,
+        "counts": manifest.counts,
+        "indices": indices,
+        "seconds": seconds,
+        "store_bytes": _common.dir_size(final),
+    }
 
 
 def rewrite_generation(keep: Path, rebuilt: str, write: Callable[[Path, Path], dict[str, Any]]) -> dict[str, Any]:
@@ -345,8 +375,13 @@ def rewrite_vectors(keep: Path, seed: int, reencode: bool) -> dict[str, Any]:
             index = VectorIndex.read(current / vector_file(level))
             before = index.storage
             index.write(folder / vector_file(level))
-            indices[level] = {"kind": index.kind, "storage_before": before, "storage": index.storage,
-                              "vectors": len(index), "bytes": (folder / vector_file(level)).stat().st_size}
+            indices[level] = {
+                "kind": index.kind,
+                "storage_before": before,
+                "storage": index.storage,
+                "vectors": len(index),
+                "bytes": (folder / vector_file(level)).stat().st_size,
+            }
             log(f"{level}: {indices[level]}")
             del index
         return indices
@@ -379,8 +414,13 @@ def rewrite_lexical(keep: Path) -> dict[str, Any]:
 
 
 def proc_memory(pid: int) -> dict[str, float]:
-    fields = {"VmRSS": "rss_mib", "RssAnon": "anon_mib", "RssFile": "file_mib", "RssShmem": "shmem_mib",
-              "VmHWM": "peak_mib"}
+    fields = {
+        "VmRSS": "rss_mib",
+        "RssAnon": "anon_mib",
+        "RssFile": "file_mib",
+        "RssShmem": "shmem_mib",
+        "VmHWM": "peak_mib",
+    }
     out: dict[str, float] = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key = line.split(":", 1)[0]
@@ -408,7 +448,9 @@ def smaps_breakdown(pid: int, store: Path) -> dict[str, dict[str, float]]:
         elif head and head[0] in ("Rss:", "Anonymous:"):
             group = groups.setdefault(name, {"rss_mib": 0.0, "anon_mib": 0.0})
             group["rss_mib" if head[0] == "Rss:" else "anon_mib"] += int(head[1]) / 1024
-    return {k: {f: round(v, 1) for f, v in g.items()} for k, g in sorted(groups.items(), key=lambda kv: -kv[1]["rss_mib"])}
+    return {
+        k: {f: round(v, 1) for f, v in g.items()} for k, g in sorted(groups.items(), key=lambda kv: -kv[1]["rss_mib"])
+    }
 
 
 def server_pid() -> int:
@@ -425,8 +467,12 @@ def server_pid() -> int:
 def server_params(store: Path):
     from mcp.client.stdio import StdioServerParameters
 
-    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "GRANRAG_LOG_LEVEL": "WARNING"}
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "GRANRAG_LOG_LEVEL": "WARNING",
+    }
     for name in ("PATH", "HOME"):
         if name in os.environ:
             env[name] = os.environ[name]
@@ -465,8 +511,10 @@ async def session(store: Path, questions: list[str], calls: int, errlog_path: Pa
                         times.append(seconds)
                 out[tool] = _common.latency_summary(times)
                 out["memory"][f"after_{tool}"] = proc_memory(pid)
-                log(f"{tool}: p50 {out[tool]['p50_ms']} ms, p95 {out[tool]['p95_ms']} ms; "
-                    f"server {out['memory'][f'after_{tool}']}")
+                log(
+                    f"{tool}: p50 {out[tool]['p50_ms']} ms, p95 {out[tool]['p95_ms']} ms; "
+                    f"server {out['memory'][f'after_{tool}']}"
+                )
             out["memory"]["at_end"] = proc_memory(pid)
             out["smaps_at_end"] = smaps_breakdown(pid, store)
     return out
@@ -485,8 +533,11 @@ def narrow_recall(store: Path) -> dict[str, Any]:
     pointer = read_current(store)
     index = VectorIndex.read(store / pointer.generation / vector_file("narrow"))
     truth = np.load(store.parent / "truth.npz")
-    out: dict[str, Any] = {"kind": index.kind, "storage": getattr(index, "storage", "fp32"),
-                           "ef_search": index.ef_search}
+    out: dict[str, Any] = {
+        "kind": index.kind,
+        "storage": getattr(index, "storage", "fp32"),
+        "ef_search": index.ef_search,
+    }
     for name in ("questions", "mixture"):
         out[name] = _common.recall_and_latency(index.search, truth[f"q_{name}"], truth[f"t_{name}"], K)
     return out
@@ -525,12 +576,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep-dir", type=Path, required=True, help="where the store and its side files live")
     parser.add_argument("--reuse", action="store_true", help="use the store already in --keep-dir")
-    parser.add_argument("--rewrite-vectors", action="store_true",
-                        help="publish a new generation whose vector files the current code rebuilds")
-    parser.add_argument("--reencode", action="store_true",
-                        help="with --rewrite-vectors: read the current vector files and write them again instead")
-    parser.add_argument("--rewrite-lexical", action="store_true",
-                        help="publish a new generation whose BM25 files the current code rebuilds from the catalog")
+    parser.add_argument(
+        "--rewrite-vectors",
+        action="store_true",
+        help="publish a new generation whose vector files the current code rebuilds",
+    )
+    parser.add_argument(
+        "--reencode",
+        action="store_true",
+        help="with --rewrite-vectors: read the current vector files and write them again instead",
+    )
+    parser.add_argument(
+        "--rewrite-lexical",
+        action="store_true",
+        help="publish a new generation whose BM25 files the current code rebuilds from the catalog",
+    )
     parser.add_argument("--narrow", type=int, default=1_000_000)
     parser.add_argument("--calls", type=int, default=200, help="measured calls per tool")
     parser.add_argument("--seed", type=int, default=0)

@@ -135,8 +135,9 @@ class Generator:
     def query_sets(self, count: int, seed: int) -> dict[str, np.ndarray]:
         sets = {"mixture": self.draw(count, seed + 1_000_003)}
         if self.questions is not None:
-            rows = np.random.default_rng(seed + 7).choice(len(self.questions), min(count, len(self.questions)),
-                                                          replace=False)
+            rows = np.random.default_rng(seed + 7).choice(
+                len(self.questions), min(count, len(self.questions)), replace=False
+            )
             sets["questions"] = np.ascontiguousarray(self.questions[rows], dtype=np.float32)
         return sets
 
@@ -187,7 +188,9 @@ def build_child(args: argparse.Namespace) -> dict[str, Any]:
     result["data_nn_cosine_p5_p50_p95"] = [round(float(x), 3) for x in np.percentile(scores[:, 1], [5, 50, 95])]
     del exact
     gc.collect()
-    np.savez(work / "queries.npz", **{f"q_{k}": v for k, v in queries.items()}, **{f"t_{k}": v for k, v in truth.items()})
+    np.savez(
+        work / "queries.npz", **{f"q_{k}": v for k, v in queries.items()}, **{f"t_{k}": v for k, v in truth.items()}
+    )
 
     faiss.omp_set_num_threads(1)  # exact search through the store's flat index, as the server runs it
     flat = VectorIndex.empty(DIM, threshold=args.n + 1)
@@ -226,8 +229,13 @@ def build_child(args: argparse.Namespace) -> dict[str, Any]:
         fresh = generator.draw(changed, args.seed + 13)
         index.add(np.arange(1, changed + 1, dtype=np.int64) * 3 + 3 * args.n + 1, fresh)
         index.write(work / "updated.faiss")
-        result["update"] = {"removed": removed, "added": changed, "seconds": round(time.perf_counter() - began, 1),
-                            "kind": index.kind, "tombstones": index.tombstones}
+        result["update"] = {
+            "removed": removed,
+            "added": changed,
+            "seconds": round(time.perf_counter() - began, 1),
+            "kind": index.kind,
+            "tombstones": index.tombstones,
+        }
         (work / "updated.faiss").unlink()
     result["build_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return result
@@ -300,11 +308,35 @@ def apply_overrides(args: argparse.Namespace) -> None:
 
 
 def run(role: str, args: argparse.Namespace, work: Path, dataset: str, n: int, extra: list[str]) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--child", role, "--work", str(work), "--dataset", dataset, "--n", str(n),
-           "--seed", str(args.seed), "--queries", str(args.queries), "--ef-search", args.ef_search,
-           "--flat-queries", str(args.flat_queries), "--build-threads", str(args.build_threads), *extra]
-    for flag, value in (("--threshold", args.threshold), ("--hnsw-m", args.hnsw_m),
-                        ("--ef-construction", args.ef_construction), ("--hnsw-storage", args.hnsw_storage)):
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        role,
+        "--work",
+        str(work),
+        "--dataset",
+        dataset,
+        "--n",
+        str(n),
+        "--seed",
+        str(args.seed),
+        "--queries",
+        str(args.queries),
+        "--ef-search",
+        args.ef_search,
+        "--flat-queries",
+        str(args.flat_queries),
+        "--build-threads",
+        str(args.build_threads),
+        *extra,
+    ]
+    for flag, value in (
+        ("--threshold", args.threshold),
+        ("--hnsw-m", args.hnsw_m),
+        ("--ef-construction", args.ef_construction),
+        ("--hnsw-storage", args.hnsw_storage),
+    ):
         if value:
             cmd += [flag, str(value)]
     if args.update:
@@ -333,15 +365,28 @@ def main() -> None:
     parser.add_argument("--build-threads", type=int, default=2, help="OpenMP threads of the build (default 2)")
     parser.add_argument("--update", action="store_true", help="also time an incremental run (1%% out, 1%% in)")
     parser.add_argument("--no-mmap-child", action="store_true", help="also search after reading without mmap")
-    parser.add_argument("--cold-child", action="store_true",
-                        help="also search (default efSearch only) right after evicting the file from the page cache "
-                             "and opening it mapped without the checksum pass that would read it back in")
-    parser.add_argument("--max-build-seconds", type=float, default=1500.0,
-                        help="skip a build estimated (n log n from the previous size) to take longer")
-    parser.add_argument("--keep-dir", type=Path,
-                        help="keep each built index in DIR/<dataset>-<n>/ (1M: 1.7 GB) instead of a temporary folder")
-    parser.add_argument("--reuse", action="store_true",
-                        help="with --keep-dir: search an index built by an earlier run instead of building it again")
+    parser.add_argument(
+        "--cold-child",
+        action="store_true",
+        help="also search (default efSearch only) right after evicting the file from the page cache "
+        "and opening it mapped without the checksum pass that would read it back in",
+    )
+    parser.add_argument(
+        "--max-build-seconds",
+        type=float,
+        default=1500.0,
+        help="skip a build estimated (n log n from the previous size) to take longer",
+    )
+    parser.add_argument(
+        "--keep-dir",
+        type=Path,
+        help="keep each built index in DIR/<dataset>-<n>/ (1M: 1.7 GB) instead of a temporary folder",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --keep-dir: search an index built by an earlier run instead of building it again",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--name", default="scale_store")
     parser.add_argument("--no-save", action="store_true")
@@ -383,22 +428,30 @@ def main() -> None:
                     row["reused_build"] = True
                     print(f"[bench_scale_store] {dataset} n={n}: reusing the build in {work}", file=sys.stderr)
                 else:
-                    print(f"[bench_scale_store] {dataset} n={n}: build ... (load {_common.load_average()})",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"[bench_scale_store] {dataset} n={n}: build ... (load {_common.load_average()})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     row = run("build", args, work, dataset, n, [])
                     if "error" in row:
                         print(row["error"], file=sys.stderr)
                         rows.append({"dataset": dataset, "n": n, **row})
                         continue
                     built.write_text(json.dumps(row))
-                print(f"[bench_scale_store] {dataset} n={n}: {row['kind']} built in {row['build_seconds']} s; "
-                      f"search ... (load {_common.load_average()})", file=sys.stderr, flush=True)
+                print(
+                    f"[bench_scale_store] {dataset} n={n}: {row['kind']} built in {row['build_seconds']} s; "
+                    f"search ... (load {_common.load_average()})",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 row["search"] = run("search", args, work, dataset, n, [])
                 if args.no_mmap_child:
                     row["search_no_mmap"] = run("search", args, work, dataset, n, ["--no-mmap"])
                 if args.cold_child:
-                    row["search_cold"] = run("search", args, work, dataset, n,
-                                             ["--cold", "--ef-search", str(store_vectors.HNSW_EF_SEARCH)])
+                    row["search_cold"] = run(
+                        "search", args, work, dataset, n, ["--cold", "--ef-search", str(store_vectors.HNSW_EF_SEARCH)]
+                    )
                 rows.append(row)
                 previous = row
                 print(f"[bench_scale_store] {json.dumps(row)}", file=sys.stderr, flush=True)
@@ -407,17 +460,32 @@ def main() -> None:
         "machine": info,
         "git": _common.git_revision(),
         "faiss": faiss.__version__,
-        "store_defaults": {"ANN_THRESHOLD": store_vectors.ANN_THRESHOLD, "FLAT_BELOW": store_vectors.FLAT_BELOW,
-                           "TOMBSTONE_LIMIT": store_vectors.TOMBSTONE_LIMIT, "HNSW_M": store_vectors.HNSW_M,
-                           "HNSW_EF_CONSTRUCTION": store_vectors.HNSW_EF_CONSTRUCTION,
-                           "HNSW_EF_SEARCH": store_vectors.HNSW_EF_SEARCH,
-                           "HNSW_STORAGE": getattr(store_vectors, "HNSW_STORAGE", "fp32")},
-        "overrides": {"threshold": args.threshold, "hnsw_m": args.hnsw_m, "ef_construction": args.ef_construction,
-                      "hnsw_storage": args.hnsw_storage},
-        "method": {"dim": DIM, "k": K, "queries_per_set": args.queries, "flat_queries": args.flat_queries,
-                   "search_threads": 1, "build_threads": args.build_threads,
-                   "realistic_spread": REALISTIC_SPREAD, "clustered_spread": CLUSTERED_SPREAD,
-                   "clustered_points_per_cluster": CLUSTERED_POINTS_PER_CLUSTER},
+        "store_defaults": {
+            "ANN_THRESHOLD": store_vectors.ANN_THRESHOLD,
+            "FLAT_BELOW": store_vectors.FLAT_BELOW,
+            "TOMBSTONE_LIMIT": store_vectors.TOMBSTONE_LIMIT,
+            "HNSW_M": store_vectors.HNSW_M,
+            "HNSW_EF_CONSTRUCTION": store_vectors.HNSW_EF_CONSTRUCTION,
+            "HNSW_EF_SEARCH": store_vectors.HNSW_EF_SEARCH,
+            "HNSW_STORAGE": getattr(store_vectors, "HNSW_STORAGE", "fp32"),
+        },
+        "overrides": {
+            "threshold": args.threshold,
+            "hnsw_m": args.hnsw_m,
+            "ef_construction": args.ef_construction,
+            "hnsw_storage": args.hnsw_storage,
+        },
+        "method": {
+            "dim": DIM,
+            "k": K,
+            "queries_per_set": args.queries,
+            "flat_queries": args.flat_queries,
+            "search_threads": 1,
+            "build_threads": args.build_threads,
+            "realistic_spread": REALISTIC_SPREAD,
+            "clustered_spread": CLUSTERED_SPREAD,
+            "clustered_points_per_cluster": CLUSTERED_POINTS_PER_CLUSTER,
+        },
         "rows": rows,
     }
     if not args.no_save:

@@ -35,8 +35,17 @@ import _common  # noqa: E402
 import squad_corpus  # noqa: E402
 
 HEAVY = ("hrr_search", "rerank")  # seconds per call with the embedding reranker: fewer calls (--heavy-calls)
-TOOLS = ("search_narrow", "search_broad", "search_fused", "hrr_search", "expand_window", "get_parent", "get_chunks",
-         "rerank", "list_documents")
+TOOLS = (
+    "search_narrow",
+    "search_broad",
+    "search_fused",
+    "hrr_search",
+    "expand_window",
+    "get_parent",
+    "get_chunks",
+    "rerank",
+    "list_documents",
+)
 WARMUP = 5
 
 
@@ -80,8 +89,12 @@ SERVER_THREADS: int | None = None  # --server-threads: OMP_NUM_THREADS for the s
 def server_params(store: Path):
     from mcp.client.stdio import StdioServerParameters
 
-    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "GRANRAG_LOG_LEVEL": "WARNING"}
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "GRANRAG_LOG_LEVEL": "WARNING",
+    }
     for name in ("PATH", "HOME", "PYTHONPATH", "GRANRAG_RERANKER", "GRANRAG_CROSS_ENCODER"):
         if name in os.environ:
             env[name] = os.environ[name]
@@ -119,13 +132,17 @@ def workloads(questions: list[str], calls: int, heavy_calls: int, rng: random.Ra
         "search_broad": lambda ids: [{"query": q} for q in qs(calls + WARMUP, 1)],
         "search_fused": lambda ids: [{"query": q} for q in qs(calls + WARMUP, 2)],
         "hrr_search": lambda ids: [{"query": q} for q in qs(heavy_calls + 1, 3)],
-        "expand_window": lambda ids: [{"chunk_id": rng.choice(ids["narrow"] + ids["mid"])}
-                                      for _ in range(calls + WARMUP)],
+        "expand_window": lambda ids: [
+            {"chunk_id": rng.choice(ids["narrow"] + ids["mid"])} for _ in range(calls + WARMUP)
+        ],
         "get_parent": lambda ids: [{"chunk_ids": rng.sample(ids["narrow"], 3)} for _ in range(calls + WARMUP)],
-        "get_chunks": lambda ids: [{"chunk_ids": rng.sample(ids["narrow"] + ids["mid"], 5)}
-                                   for _ in range(calls + WARMUP)],
-        "rerank": lambda ids: [{"query": q, "chunk_ids": ids["mid_lists"][(i - 1) % len(ids["mid_lists"])], "top_n": 5}
-                               for i, q in enumerate(qs(heavy_calls + 1, 4))],
+        "get_chunks": lambda ids: [
+            {"chunk_ids": rng.sample(ids["narrow"] + ids["mid"], 5)} for _ in range(calls + WARMUP)
+        ],
+        "rerank": lambda ids: [
+            {"query": q, "chunk_ids": ids["mid_lists"][(i - 1) % len(ids["mid_lists"])], "top_n": 5}
+            for i, q in enumerate(qs(heavy_calls + 1, 4))
+        ],
         "list_documents": lambda ids: [{"limit": 50, "offset": rng.randrange(0, 20)} for _ in range(calls + WARMUP)],
     }
 
@@ -144,8 +161,9 @@ async def collect_ids(client, questions: list[str]) -> dict[str, list]:
     return ids
 
 
-async def session_latency(store: Path, questions: list[str], calls: int, heavy_calls: int,
-                          seed: int, tools: tuple[str, ...] = TOOLS) -> dict[str, Any]:
+async def session_latency(
+    store: Path, questions: list[str], calls: int, heavy_calls: int, seed: int, tools: tuple[str, ...] = TOOLS
+) -> dict[str, Any]:
     from mcp.client import Client
     from mcp.client.stdio import stdio_client
 
@@ -155,9 +173,12 @@ async def session_latency(store: Path, questions: list[str], calls: int, heavy_c
         async with Client(stdio_client(server_params(store), errlog=errlog), mode="legacy") as client:
             await call(client, "search_narrow", {"query": questions[0]})  # waits for the engine to load
             ids = await collect_ids(client, questions)
-            out["id_pool"] = {"narrow": len(ids["narrow"]), "mid": len(ids["mid"]),
-                              "mid_lists": len(ids["mid_lists"]),
-                              "mids_per_rerank": statistics.mean(len(x) for x in ids["mid_lists"])}
+            out["id_pool"] = {
+                "narrow": len(ids["narrow"]),
+                "mid": len(ids["mid"]),
+                "mid_lists": len(ids["mid_lists"]),
+                "mids_per_rerank": statistics.mean(len(x) for x in ids["mid_lists"]),
+            }
             plans = workloads(questions, calls, heavy_calls, rng)
             for tool in tools:
                 arguments = plans[tool](ids)
@@ -170,12 +191,12 @@ async def session_latency(store: Path, questions: list[str], calls: int, heavy_c
                     seconds, content = await call(client, tool, a)
                     times.append(seconds)
                     sizes.append(content.get("tokens_used", 0))
-                out[tool] = {**_common.latency_summary(times),
-                             "mean_tokens_returned": round(statistics.mean(sizes), 1)}
+                out[tool] = {**_common.latency_summary(times), "mean_tokens_returned": round(statistics.mean(sizes), 1)}
                 if tool in HEAVY:  # per call, in order: rerank's mid lists repeat after 40 calls (cache-warm)
                     out[tool]["times_ms"] = [round(t * 1000, 1) for t in times]
-                print(f"[bench_tools] {tool}: p50 {out[tool]['p50_ms']} ms, p95 {out[tool]['p95_ms']} ms",
-                      file=sys.stderr)
+                print(
+                    f"[bench_tools] {tool}: p50 {out[tool]['p50_ms']} ms, p95 {out[tool]['p95_ms']} ms", file=sys.stderr
+                )
     return out
 
 
@@ -192,8 +213,9 @@ async def cold_start(store: Path, question: str) -> dict[str, float]:
     return {"initialize_s": initialized - began, "first_search_narrow_s": searched - began}
 
 
-def core_latency(store: Path, questions: list[str], calls: int, heavy_calls: int, seed: int,
-                 tools: tuple[str, ...] = TOOLS) -> dict[str, Any]:
+def core_latency(
+    store: Path, questions: list[str], calls: int, heavy_calls: int, seed: int, tools: tuple[str, ...] = TOOLS
+) -> dict[str, Any]:
     """The same kinds of calls straight on the retrieval core, in this process (no MCP, no packing)."""
     from granrag_mcp.engine import Engine
     from granrag_mcp.retrieval.level_search import search_level
@@ -228,8 +250,10 @@ def core_latency(store: Path, questions: list[str], calls: int, heavy_calls: int
         "expand_window": [(lambda i=rng.choice(narrow_ids): engine.view().expand_window(i)) for _ in qs],
         "get_parent": [(lambda i=rng.sample(narrow_ids, 3): engine.view().parents(i)) for _ in qs],
         "get_chunks": [(lambda i=rng.sample(narrow_ids, 5): engine.view().get_chunks(i)) for _ in qs],
-        "rerank": [(lambda q=q, i=mid_lists[n % len(mid_lists)]: engine.view().rerank(q, i, 5))
-                   for n, q in enumerate(slot(4)[:heavy_calls])],
+        "rerank": [
+            (lambda q=q, i=mid_lists[n % len(mid_lists)]: engine.view().rerank(q, i, 5))
+            for n, q in enumerate(slot(4)[:heavy_calls])
+        ],
         "list_documents": [(lambda: engine.view().list_documents(None, 50, 0)) for _ in qs],
     }
     out: dict[str, Any] = {"query_embedding": None}
@@ -278,7 +302,8 @@ def thread_ab(store: Path, questions: list[str], rounds: int = 4, per_round: int
                 times[threads].append(time.perf_counter() - began)
     return {f"{t}_thread": _common.latency_summary(v) for t, v in times.items()} | {
         "what": "in-process search_level(level narrow, k=10): query embedding + FAISS + catalog, alternating rounds of "
-                f"{per_round} queries with 1 and 2 threads ({rounds} rounds each)"}
+        f"{per_round} queries with 1 and 2 threads ({rounds} rounds each)"
+    }
 
 
 def startup_breakdown_child(store: Path, question: str) -> None:
@@ -295,6 +320,7 @@ def startup_breakdown_child(store: Path, question: str) -> None:
         t = now
 
     import granrag_mcp.server.app  # noqa: F401  (mcp, pydantic, faiss, numpy, the retrieval core)
+
     step("import granrag_mcp.server.app")
     from granrag_mcp.server.app import build_server, check_store
     from granrag_mcp.settings import Settings
@@ -336,9 +362,12 @@ def startup_breakdown(store: Path, question: str, repeats: int) -> dict[str, Any
 
     runs = []
     for _ in range(repeats):
-        done = subprocess.run([sys.executable, __file__, "--breakdown-child", str(store), "--breakdown-question",
-                               question], capture_output=True, text=True,
-                              env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+        done = subprocess.run(
+            [sys.executable, __file__, "--breakdown-child", str(store), "--breakdown-question", question],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        )
         if done.returncode != 0:
             return {"error": done.stderr[-2000:]}
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -347,28 +376,48 @@ def startup_breakdown(store: Path, question: str, repeats: int) -> dict[str, Any
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", type=Path, default=Path(tempfile.gettempdir()) / "granrag-bench-squad-a-x2",
-                        help="SQuAD-A store (indexed first when it holds no index)")
-    parser.add_argument("--copies", type=int, default=2,
-                        help="when indexing: each article this many times, the copies with their paragraphs "
-                        "reordered (default 2: 11.5k chunks, above the 10k of the target)")
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "granrag-bench-squad-a-x2",
+        help="SQuAD-A store (indexed first when it holds no index)",
+    )
+    parser.add_argument(
+        "--copies",
+        type=int,
+        default=2,
+        help="when indexing: each article this many times, the copies with their paragraphs "
+        "reordered (default 2: 11.5k chunks, above the 10k of the target)",
+    )
     parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
     parser.add_argument("--calls", type=int, default=200, help="measured calls per tool (default 200)")
-    parser.add_argument("--heavy-calls", type=int, default=30,
-                        help="measured calls of rerank and hrr_search (default 30: seconds each with the embedding "
-                        "reranker)")
+    parser.add_argument(
+        "--heavy-calls",
+        type=int,
+        default=30,
+        help="measured calls of rerank and hrr_search (default 30: seconds each with the embedding reranker)",
+    )
     parser.add_argument("--cold-starts", type=int, default=5, help="fresh server starts (default 5)")
     parser.add_argument("--core", action="store_true", help="also time the retrieval core in-process")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--server-threads", type=int,
-                        help="OMP_NUM_THREADS for the server (torch and FAISS threads); default: their own default")
+    parser.add_argument(
+        "--server-threads",
+        type=int,
+        help="OMP_NUM_THREADS for the server (torch and FAISS threads); default: their own default",
+    )
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated tools to time (default all)")
     parser.add_argument("--name", default="tools", help="result file name (default tools -> results/tools.json)")
-    parser.add_argument("--thread-ab-only", action="store_true",
-                        help="only the 1-vs-2-thread search comparison in-process; merged into tools.json")
-    parser.add_argument("--breakdown-only", action="store_true",
-                        help="only the in-process start-up breakdown (3 fresh processes); merged into tools.json")
+    parser.add_argument(
+        "--thread-ab-only",
+        action="store_true",
+        help="only the 1-vs-2-thread search comparison in-process; merged into tools.json",
+    )
+    parser.add_argument(
+        "--breakdown-only",
+        action="store_true",
+        help="only the in-process start-up breakdown (3 fresh processes); merged into tools.json",
+    )
     parser.add_argument("--breakdown-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--breakdown-question", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -408,16 +457,22 @@ def main() -> None:
         breakdown = startup_breakdown(args.store, chosen[0], 3)
         if target.exists() and not args.no_save:
             data = json.loads(target.read_text(encoding="utf-8"))
-            data["startup_breakdown"] = {**breakdown, "load_at_start": info["load_at_start"],
-                                         "load_at_end": _common.load_average()}
+            data["startup_breakdown"] = {
+                **breakdown,
+                "load_at_start": info["load_at_start"],
+                "load_at_end": _common.load_average(),
+            }
             target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         _common.emit(breakdown)
         return
     starts = []
     for number in range(args.cold_starts):
         starts.append(anyio.run(cold_start, args.store, chosen[number]))
-        print(f"[bench_tools] cold start {number + 1}: initialize {starts[-1]['initialize_s']:.2f} s, first search "
-              f"{starts[-1]['first_search_narrow_s']:.2f} s", file=sys.stderr)
+        print(
+            f"[bench_tools] cold start {number + 1}: initialize {starts[-1]['initialize_s']:.2f} s, first search "
+            f"{starts[-1]['first_search_narrow_s']:.2f} s",
+            file=sys.stderr,
+        )
     cold = {
         "runs": [{k: round(v, 3) for k, v in s.items()} for s in starts],
         "initialize_median_s": round(statistics.median(s["initialize_s"] for s in starts), 3),

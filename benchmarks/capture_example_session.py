@@ -93,8 +93,12 @@ def main() -> None:
         server_doc = docs / "mcp-server.md"
         server_doc.write_text(EXAMPLE_SECTION.sub("", server_doc.read_text(encoding="utf-8")), encoding="utf-8")
         print(f"[capture] granrag-mcp index {docs} --store {store}", file=sys.stderr)
-        subprocess.run([granrag_command(), "index", str(docs), "--store", str(store)], env=server_env(),
-                       stdout=sys.stderr, check=True)
+        subprocess.run(
+            [granrag_command(), "index", str(docs), "--store", str(store)],
+            env=server_env(),
+            stdout=sys.stderr,
+            check=True,
+        )
         anyio.run(session, store)
 
 

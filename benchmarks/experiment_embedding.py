@@ -9,6 +9,7 @@
     .venv/bin/python benchmarks/experiment_embedding.py threads
 Timings move with the machine's load: each configuration runs twice, interleaved, and the load is printed.
 """
+
 import copy
 import os
 import sys
@@ -19,9 +20,9 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import squad_corpus  # noqa: E402
 import torch  # noqa: E402
 
-import squad_corpus  # noqa: E402
 from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder, plan_batches  # noqa: E402
 from granrag_mcp.indexing.sentences import split_sentences  # noqa: E402
 
@@ -62,9 +63,12 @@ def precision() -> None:
             vectors = embedder.embed(texts)
             seconds = time.perf_counter() - began
             cosine = (reference * vectors).sum(axis=1)
-            print(f"{name} round {round_}: {seconds:.1f} s vs fp32 {fp32_seconds:.1f} s "
-                  f"({fp32_seconds / seconds:.2f}x); cosine to fp32 mean {cosine.mean():.5f} min {cosine.min():.5f}; "
-                  f"load {load()}", flush=True)
+            print(
+                f"{name} round {round_}: {seconds:.1f} s vs fp32 {fp32_seconds:.1f} s "
+                f"({fp32_seconds / seconds:.2f}x); cosine to fp32 mean {cosine.mean():.5f} min {cosine.min():.5f}; "
+                f"load {load()}",
+                flush=True,
+            )
 
 
 def threads() -> None:
@@ -72,8 +76,9 @@ def threads() -> None:
     embedder = SentenceTransformerEmbedder(precision="bf16", workers=1)
     lengths = [len(ids) for ids in embedder._tokenizer(texts)["input_ids"]]
     layouts = {
-        "64 texts per batch": [sorted(range(len(texts)), key=lambda i: lengths[i])[i:i + 64]
-                               for i in range(0, len(texts), 64)],
+        "64 texts per batch": [
+            sorted(range(len(texts)), key=lambda i: lengths[i])[i : i + 64] for i in range(0, len(texts), 64)
+        ],
         "4096-token budget": plan_batches(lengths, max_texts=4096, max_tokens=4096),
     }
     embedder.embed(texts[:64])
@@ -85,8 +90,11 @@ def threads() -> None:
                 with ThreadPoolExecutor(workers) as pool:
                     list(pool.map(lambda rows: embedder._forward([texts[i] for i in rows]), batches))
                 seconds = time.perf_counter() - began
-                print(f"round {round_}: torch threads {torch_threads}, batches side by side {workers}, {name}: "
-                      f"{len(texts) / seconds:.0f} sentences/s; load {load()}", flush=True)
+                print(
+                    f"round {round_}: torch threads {torch_threads}, batches side by side {workers}, {name}: "
+                    f"{len(texts) / seconds:.0f} sentences/s; load {load()}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -58,14 +58,21 @@ def main() -> int:
         data = collect(view, qa.questions, vectors, progress)
         data.save(args.cache)
         print(f"collected in {time.perf_counter() - began:.0f} s", file=sys.stderr)
-    figures = {"hrr": cross_validate(data, ALL_FEATURES, c=args.c),
-               "chunks": cross_validate(data, INSIDE_FEATURES, c=args.c)}
+    figures = {
+        "hrr": cross_validate(data, ALL_FEATURES, c=args.c),
+        "chunks": cross_validate(data, INSIDE_FEATURES, c=args.c),
+    }
     print(json.dumps(figures, indent=1))
     if args.out:
         args.out.write_text(json.dumps(figures, indent=1) + "\n")
     if args.write:
-        ranker = fit_ranker(data, args.name, f"SQuAD v1.1 dev, {args.squad.name} ({len(qa.questions)} questions, "
-                            f"{len(set(data.groups.tolist()))} articles)", c=args.c)
+        ranker = fit_ranker(
+            data,
+            args.name,
+            f"SQuAD v1.1 dev, {args.squad.name} ({len(qa.questions)} questions, "
+            f"{len(set(data.groups.tolist()))} articles)",
+            c=args.c,
+        )
         ranker.write(args.write)
     return 0
 

@@ -56,16 +56,19 @@ def _add_store(parser: argparse.ArgumentParser) -> None:
 def _add_model(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="sentence-transformers model name or local path (env GRANRAG_MODEL)")
     parser.add_argument(
-        "--vector-mode", choices=["mean", "truncate", "windows"],
+        "--vector-mode",
+        choices=["mean", "truncate", "windows"],
         help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean)",
     )
     parser.add_argument(
-        "--precision", choices=["auto", "fp32", "bf16", "fp16"],
+        "--precision",
+        choices=["auto", "fp32", "bf16", "fp16"],
         help="embedding arithmetic (env GRANRAG_PRECISION, default auto: bf16 where the CPU has it natively; on a "
         "GPU bf16 where it has it, else fp16)",
     )
     parser.add_argument(
-        "--device", choices=["auto", "cpu", "cuda"],
+        "--device",
+        choices=["auto", "cpu", "cuda"],
         help="where the embedding model runs (env GRANRAG_DEVICE, default auto: the GPU where torch sees one)",
     )
 
@@ -84,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
         return commands.add_parser(name, parents=[common], **options)
 
     index = add_command(
-        "index", help="index files and folders (incremental)",
+        "index",
+        help="index files and folders (incremental)",
         description="Index .txt, .md, .pdf, .html and .htm files (folders are walked recursively) into broad, mid "
         "and narrow chunks with FAISS and BM25 indices. Re-running re-embeds only new or changed documents.",
     )
@@ -102,23 +106,32 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--embed-workers", type=int, help="embedding batches run side by side (default: one per core)")
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     index.add_argument(
-        "--engine", choices=["local", "ray"], default="local",
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
         help="local (this process) or ray: extract, chunk and embed on a Ray cluster (needs the [ray] extra)",
     )
     index.add_argument(
-        "--ray-address", metavar="ADDRESS",
+        "--ray-address",
+        metavar="ADDRESS",
         help="with --engine ray: auto (the running cluster) or ray://host:port (default: RAY_ADDRESS, else a local "
         "cluster on this machine)",
     )
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
 
-    status = add_command("status", help="show what the index holds", description="Documents, chunks per "
-                                 "level, model, size on disk and generation of the current index.")
+    status = add_command(
+        "status",
+        help="show what the index holds",
+        description="Documents, chunks per level, model, size on disk and generation of the current index.",
+    )
     _add_store(status)
     status.add_argument("--json", action="store_true", help="print the status as JSON")
 
-    search = add_command("search", help="search the index from a terminal",
-                                 description="Search one level of the index and print the hits.")
+    search = add_command(
+        "search",
+        help="search the index from a terminal",
+        description="Search one level of the index and print the hits.",
+    )
     search.add_argument("query", help="what to look for")
     _add_store(search)
     _add_model(search)
@@ -128,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print hits as JSON")
 
     recover = add_command(
-        "recover", help="fall back to the previous intact generation",
+        "recover",
+        help="fall back to the previous intact generation",
         description="Make the newest intact generation older than the current one current again "
         "(after the current one was damaged).",
     )
@@ -137,8 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     from granrag_mcp.evaluation.command import add_eval_parser
 
     add_eval_parser(commands, parents=[common])
-    serve = add_command("serve", help="run the MCP server (stdio or streamable HTTP)",
-                                description="Serve the index to MCP clients. Read-only unless --allow-write.")
+    serve = add_command(
+        "serve",
+        help="run the MCP server (stdio or streamable HTTP)",
+        description="Serve the index to MCP clients. Read-only unless --allow-write.",
+    )
     _add_store(serve)
     _add_model(serve)
     serve.add_argument("--transport", choices=["stdio", "http"], help="MCP transport (default stdio)")
@@ -150,16 +167,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (name or local path)")
     serve.add_argument(
-        "--allow-write", action="store_true", default=None,
+        "--allow-write",
+        action="store_true",
+        default=None,
         help="offer the tools that index and remove documents (env GRANRAG_ALLOW_WRITE, default off)",
     )
     serve.add_argument(
-        "--allowed-roots", metavar="DIRS",
+        "--allowed-roots",
+        metavar="DIRS",
         help=f"with --allow-write: folders the agent may index, joined by {os.pathsep!r}, when the client offers no "
         "MCP roots (env GRANRAG_ALLOWED_ROOTS)",
     )
     serve.add_argument(
-        "--index-if-empty", type=Path, metavar="PATH",
+        "--index-if-empty",
+        type=Path,
+        metavar="PATH",
         help="if the store holds no index yet, index PATH first (the README's run command uses docs/)",
     )
     return parser
@@ -188,8 +210,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(args)
         _configure_logging(settings.log_level)
-        handler = {"index": cmd_index, "status": cmd_status, "search": cmd_search, "recover": cmd_recover,
-                   "serve": cmd_serve, "eval": cmd_eval}[args.command]
+        handler = {
+            "index": cmd_index,
+            "status": cmd_status,
+            "search": cmd_search,
+            "recover": cmd_recover,
+            "serve": cmd_serve,
+            "eval": cmd_eval,
+        }[args.command]
         return handler(args, settings) or 0
     except GranragError as exc:
         print(f"granrag-mcp: error: {exc}", file=sys.stderr)
@@ -199,8 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # the file system refused something no command anticipated: still the user's to fix
         log.debug("unexpected file system error", exc_info=True)
         where = f" on {exc.filename}" if exc.filename else ""
-        print(f"granrag-mcp: error: {exc.strerror or exc}{where}; check that the path exists and that this user may "
-              f"read it (and, for `index` and `recover`, write it)", file=sys.stderr)
+        print(
+            f"granrag-mcp: error: {exc.strerror or exc}{where}; check that the path exists and that this user may "
+            f"read it (and, for `index` and `recover`, write it)",
+            file=sys.stderr,
+        )
         return 1
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors())
@@ -218,13 +249,23 @@ def cmd_index(args: argparse.Namespace, settings) -> int:
         from granrag_mcp.errors import InvalidInputError
 
         raise InvalidInputError("--ray-address needs --engine ray")
-    summary = run_index(args.paths, settings, prune=args.prune, rebuild=args.rebuild, quiet=args.quiet,
-                        engine=args.engine, ray_address=args.ray_address)
+    summary = run_index(
+        args.paths,
+        settings,
+        prune=args.prune,
+        rebuild=args.rebuild,
+        quiet=args.quiet,
+        engine=args.engine,
+        ray_address=args.ray_address,
+    )
     if args.json:
         print(json.dumps({**summary.__dict__, "store": str(summary.store)}, indent=2))
         return 0
-    state = f"committed generation {summary.generation}" if summary.committed else (
-        f"no changes; generation {summary.generation} stays current")
+    state = (
+        f"committed generation {summary.generation}"
+        if summary.committed
+        else (f"no changes; generation {summary.generation} stays current")
+    )
     print(
         f"{state} in {summary.store}: {summary.added} added, {summary.updated} updated, {summary.unchanged} unchanged, "
         f"{summary.removed} removed, {len(summary.failed)} failed, {summary.unsupported} unsupported files skipped"
@@ -284,8 +325,17 @@ def cmd_search(args: argparse.Namespace, settings) -> int:
     engine = Engine(settings, load_reranker_now=False)
     hits = search_level(engine.view(), args.query, args.level, args.k, lexical=args.lexical)
     if args.json:
-        rows = [{"chunk_id": h.chunk.public_id, "doc_id": h.chunk.doc_id, "start": h.chunk.start,
-                 "end": h.chunk.end, "score": h.score, "text": h.chunk.text} for h in hits]
+        rows = [
+            {
+                "chunk_id": h.chunk.public_id,
+                "doc_id": h.chunk.doc_id,
+                "start": h.chunk.start,
+                "end": h.chunk.end,
+                "score": h.score,
+                "text": h.chunk.text,
+            }
+            for h in hits
+        ]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     for rank, hit in enumerate(hits, 1):

@@ -25,9 +25,7 @@ MIN_PHRASES = 20
 MAX_PHRASES = 2000
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]*|\d[\w.,:/-]*")
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()
-)
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
 _EXTRA_STOP = frozenset(
     "also one two three first second third many much several however although may might could would shall "
     "including include includes included known called used use uses using made make makes well like new "
@@ -113,7 +111,9 @@ def apart(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
             if a != b and (a_end <= b_start or b_end <= a_start):
                 pairs.add((min(a, b), max(a, b)))
     overlapping = {
-        (min(a, b), max(a, b)) for a, a_start, a_end in spans for b, b_start, b_end in spans
+        (min(a, b), max(a, b))
+        for a, a_start, a_end in spans
+        for b, b_start, b_end in spans
         if a != b and a_start < b_end and b_start < a_end
     }
     return sorted(pairs - overlapping)

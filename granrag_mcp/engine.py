@@ -18,8 +18,8 @@ from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.ranker_choice import RankerChoice
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.settings import Settings
-from granrag_mcp.store.manifest import identity_for
 from granrag_mcp.store.live import LiveStore
+from granrag_mcp.store.manifest import identity_for
 from granrag_mcp.store.store import read_current
 from granrag_mcp.tokens import RememberedCounts, get_tokenizer
 
@@ -32,8 +32,14 @@ IndexEngine = Literal["local", "ray"]
 
 
 def run_index(
-    paths: list[Path], settings: Settings, *, prune: bool = False, rebuild: bool = False, quiet: bool = False,
-    engine: IndexEngine = "local", ray_address: str | None = None,
+    paths: list[Path],
+    settings: Settings,
+    *,
+    prune: bool = False,
+    rebuild: bool = False,
+    quiet: bool = False,
+    engine: IndexEngine = "local",
+    ray_address: str | None = None,
 ) -> IndexSummary:
     """Index `paths` into the settings' store, as `granrag-mcp index` does. With engine "ray" the documents are
     extracted, chunked and embedded on a Ray cluster; this process still writes and commits the generation."""
@@ -51,10 +57,17 @@ def run_index(
 
         parallel = RayStages(settings, address=ray_address)
     return index_paths(
-        paths, settings.store,
-        embedder_factory=lambda: make_embedder(settings), tokenizer=get_tokenizer(settings.tokenizer),
-        chunking=settings.chunking, vector_mode=settings.vector_mode, model_name=settings.model,
-        prune=prune, rebuild=rebuild, progress=Progress(enabled=not quiet), parallel=parallel,
+        paths,
+        settings.store,
+        embedder_factory=lambda: make_embedder(settings),
+        tokenizer=get_tokenizer(settings.tokenizer),
+        chunking=settings.chunking,
+        vector_mode=settings.vector_mode,
+        model_name=settings.model,
+        prune=prune,
+        rebuild=rebuild,
+        progress=Progress(enabled=not quiet),
+        parallel=parallel,
     )
 
 
@@ -64,7 +77,11 @@ def make_embedder(settings: Settings) -> Embedder:
     device = resolve_device(settings.device)
     plan = batch_plan(device, settings.batch_size, "batch_size" in settings.model_fields_set, settings.embed_workers)
     return SentenceTransformerEmbedder(
-        settings.model, batch_size=plan.texts, precision=settings.precision, workers=plan.workers, device=device,
+        settings.model,
+        batch_size=plan.texts,
+        precision=settings.precision,
+        workers=plan.workers,
+        device=device,
         batch_tokens=plan.tokens,
     )
 
@@ -98,4 +115,6 @@ class Engine:
 
     def view(self) -> View:
         snapshot = self.live.snapshot()
-        return View(snapshot, self.embedder, self.reranker, candidate_ranker=self.candidate_rankers.for_snapshot(snapshot))
+        return View(
+            snapshot, self.embedder, self.reranker, candidate_ranker=self.candidate_rankers.for_snapshot(snapshot)
+        )

@@ -71,10 +71,13 @@ class ChunkSettings(BaseModel):
         95.0, gt=0, le=100, description="semantic: a mid chunk ends where the distance exceeds this percentile."
     )
     semantic_overrides: Annotated[tuple[str, ...], NoDecode] = Field(
-        (), description="semantic: per-path percentiles, comma-separated PATTERN=PERCENTILE ('**/math/**=90'); the "
-        "first match wins."
+        (),
+        description="semantic: per-path percentiles, comma-separated PATTERN=PERCENTILE ('**/math/**=90'); the "
+        "first match wins.",
     )
-    semantic_min_tokens: int = Field(64, ge=1, description="semantic: a shorter group merges into its nearer neighbour.")
+    semantic_min_tokens: int = Field(
+        64, ge=1, description="semantic: a shorter group merges into its nearer neighbour."
+    )
 
     @field_validator("semantic_overrides", mode="before")
     @classmethod
@@ -101,7 +104,9 @@ class ChunkSettings(BaseModel):
 
 class EmbeddingSettings(BaseModel):
     model: str = Field(DEFAULT_MODEL, description="Sentence-transformers model name (local cache) or local path.")
-    vector_mode: VectorMode = Field("mean", description="How mid and broad vectors are formed: mean, truncate, windows.")
+    vector_mode: VectorMode = Field(
+        "mean", description="How mid and broad vectors are formed: mean, truncate, windows."
+    )
     tokenizer: str = Field(DEFAULT_ENCODING, description="tiktoken encoding that counts chunk tokens.")
     batch_size: int = Field(
         256, ge=1, le=4096, description="Most texts per embedding batch (a batch also stops at 4096 word pieces)."
@@ -110,8 +115,9 @@ class EmbeddingSettings(BaseModel):
         None, ge=1, le=256, description="Embedding batches run side by side, one thread each (default: one per core)."
     )
     precision: Precision = Field(
-        "auto", description="Embedding arithmetic: fp32, bf16, fp16, or auto (CPU: bf16 where it has AVX512-BF16/AMX; "
-        "GPU: bf16 where it has it, else fp16)."
+        "auto",
+        description="Embedding arithmetic: fp32, bf16, fp16, or auto (CPU: bf16 where it has AVX512-BF16/AMX; "
+        "GPU: bf16 where it has it, else fp16).",
     )
     device: Device = Field(
         "auto", description="Where the embedding model runs: cpu, cuda, or auto (the GPU where torch sees one)."
@@ -127,8 +133,9 @@ class RerankSettings(BaseModel):
     )
     cross_encoder: str = Field(DEFAULT_CROSS_ENCODER, description="Cross-encoder tried by reranker=auto/cross-encoder.")
     candidate_ranker: str = Field(
-        "auto", description="Reorders HRR's candidates: auto (the store's fitted ranker, else the shipped one), "
-        "shipped, off, or the path of a ranker file."
+        "auto",
+        description="Reorders HRR's candidates: auto (the store's fitted ranker, else the shipped one), "
+        "shipped, off, or the path of a ranker file.",
     )
 
 
@@ -169,12 +176,14 @@ def check_token(token: str) -> None:
 
 class WriteSettings(BaseModel):
     allow_write: bool = Field(
-        False, description="serve: offer the tools that index and remove documents (index_paths, remove_documents, "
-        "index_status)."
+        False,
+        description="serve: offer the tools that index and remove documents (index_paths, remove_documents, "
+        "index_status).",
     )
     allowed_roots: str = Field(
-        "", description="serve --allow-write: folders the agent may index, separated by the path separator (':' "
-        "on POSIX); used when the client offers no MCP roots."
+        "",
+        description="serve --allow-write: folders the agent may index, separated by the path separator (':' "
+        "on POSIX); used when the client offers no MCP roots.",
     )
 
     @property
@@ -190,7 +199,10 @@ class HttpSettings(BaseModel):
         100, ge=1, le=65536, description="Most open HTTP connections; one more is answered 503 at once."
     )
     http_header_timeout: float = Field(
-        10.0, gt=0, le=3600, allow_inf_nan=False,
+        10.0,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
         description="Seconds an HTTP connection may take to send a whole request head, from connecting or from the "
         "end of its previous request; then it is closed.",
     )
@@ -198,13 +210,24 @@ class HttpSettings(BaseModel):
         64, ge=1, le=100000, description="Most open MCP sessions over HTTP; one more is answered 503."
     )
     http_session_idle_timeout: float = Field(
-        600.0, gt=0, le=86400, allow_inf_nan=False,
+        600.0,
+        gt=0,
+        le=86400,
+        allow_inf_nan=False,
         description="Seconds an MCP session over HTTP may go without a request before it is closed.",
     )
 
 
-class Settings(StoreSettings, ChunkSettings, EmbeddingSettings, RerankSettings, ServerSettings, WriteSettings,
-               HttpSettings, BaseSettings):
+class Settings(
+    StoreSettings,
+    ChunkSettings,
+    EmbeddingSettings,
+    RerankSettings,
+    ServerSettings,
+    WriteSettings,
+    HttpSettings,
+    BaseSettings,
+):
     # Errors do not echo their input: the input can hold the auth token.
     model_config = SettingsConfigDict(env_prefix="GRANRAG_", extra="ignore", frozen=True, hide_input_in_errors=True)
 

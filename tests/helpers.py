@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from granrag_mcp.indexing.pipeline import IndexSummary, index_paths
 from granrag_mcp.levels import LEVELS
 from granrag_mcp.records import Chunk
 from granrag_mcp.settings import ChunkSettings
-from granrag_mcp.indexing.pipeline import IndexSummary, index_paths
 from granrag_mcp.store.store import Snapshot
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder

@@ -22,7 +22,10 @@ FACTS = {
 def granrag(*args, env=None, timeout=240):
     return subprocess.run(
         [sys.executable, "-m", "granrag_mcp.cli", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 

@@ -25,7 +25,8 @@ def test_make_run_writes_nothing_but_the_server_output_to_stdout(tmp_path: Path,
     stamp.touch()
     later = (ROOT / "pyproject.toml").stat().st_mtime + 10
     os.utime(stamp, (later, later))  # installed after the last change to pyproject.toml: no install step runs
-    done = subprocess.run(["make", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          check=True)
+    done = subprocess.run(
+        ["make", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
     assert done.stdout == PROTOCOL_LINE + "\n"
     assert "a log line" in done.stderr

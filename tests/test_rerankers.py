@@ -16,7 +16,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from granrag_mcp.errors import ModelLoadError  # noqa: E402
 from granrag_mcp.rerankers import (  # noqa: E402
-    CrossEncoderReranker, EmbeddingReranker, SentenceWindowReranker, load_reranker, sentence_windows, stored_locally,
+    CrossEncoderReranker,
+    EmbeddingReranker,
+    SentenceWindowReranker,
+    load_reranker,
+    sentence_windows,
+    stored_locally,
 )
 from tests.fakes import FakeEmbedder  # noqa: E402
 
@@ -185,7 +190,9 @@ def test_auto_falls_back_to_embeddings_with_a_warning(fake: FakeEmbedder, caplog
         reranker = load_reranker("auto", fake, cross_encoder_model=MISSING_MODEL)
 
     assert isinstance(reranker, SentenceWindowReranker)
-    warnings = [r for r in caplog.records if r.name.startswith("granrag_mcp.rerankers") and r.levelno == logging.WARNING]
+    warnings = [
+        r for r in caplog.records if r.name.startswith("granrag_mcp.rerankers") and r.levelno == logging.WARNING
+    ]
     assert len(warnings) == 1
     message = warnings[0].getMessage()
     assert MISSING_MODEL in message
@@ -204,8 +211,13 @@ def test_auto_does_not_import_sentence_transformers_for_a_model_that_is_not_ther
         "assert isinstance(r, SentenceWindowReranker); "
         "assert 'sentence_transformers' not in sys.modules, 'imported'"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -351,11 +363,14 @@ def test_sentence_window_reranker_prefers_the_passage_holding_the_matching_sente
     query = fake.embed(["zebra giraffe elephant"])[0]
     sentences = [filler(20), "zebra giraffe elephant roam the plain", filler(25)]
     other = [filler(30), filler(12)]
-    scores = reranker.score_sentences(query, [
-        (fake.embed(other), np.array([30, 12])),
-        (fake.embed(sentences), np.array([20, 6, 25])),
-        (np.zeros((0, fake.dimension), np.float32), np.zeros(0)),
-    ])
+    scores = reranker.score_sentences(
+        query,
+        [
+            (fake.embed(other), np.array([30, 12])),
+            (fake.embed(sentences), np.array([20, 6, 25])),
+            (np.zeros((0, fake.dimension), np.float32), np.zeros(0)),
+        ],
+    )
     assert scores[1] > scores[0] > scores[2] == -1.0
     assert reranker.score("zebra giraffe", ["zebra giraffe", filler(10)])[0] > 0.5  # plain texts still work
 
@@ -395,8 +410,11 @@ def test_the_embedding_fallback_on_the_real_model_scored_from_several_threads_gi
 
     # fp32: in bf16 a window's vector moves by 1e-3 with the batch it is padded into, which threads change.
     embedder = SentenceTransformerEmbedder(precision="fp32")
-    calls = [(QUERY, [FACT, *DISTRACTORS]), ("what grows in a garden", [garden_filler(200), DISTRACTORS[1]]),
-             ("a fishing business", DISTRACTORS)]
+    calls = [
+        (QUERY, [FACT, *DISTRACTORS]),
+        ("what grows in a garden", [garden_filler(200), DISTRACTORS[1]]),
+        ("a fishing business", DISTRACTORS),
+    ]
     alone = {query: EmbeddingReranker(embedder).score(query, passages) for query, passages in calls}
     reranker = EmbeddingReranker(embedder)  # a fresh window cache, filled from all threads at once
     got = scores_from_threads(reranker.score, calls)

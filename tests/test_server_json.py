@@ -18,10 +18,30 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGE = SERVER_JSON["packages"][0]
 ENV_VARS = PACKAGE["environmentVariables"]
 
-INPUT_KEYS = {"name", "description", "isRequired", "format", "value", "isSecret", "default", "placeholder", "choices",
-              "variables"}
-PACKAGE_KEYS = {"registryType", "registryBaseUrl", "identifier", "version", "fileSha256", "runtimeHint", "transport",
-                "runtimeArguments", "packageArguments", "environmentVariables"}
+INPUT_KEYS = {
+    "name",
+    "description",
+    "isRequired",
+    "format",
+    "value",
+    "isSecret",
+    "default",
+    "placeholder",
+    "choices",
+    "variables",
+}
+PACKAGE_KEYS = {
+    "registryType",
+    "registryBaseUrl",
+    "identifier",
+    "version",
+    "fileSha256",
+    "runtimeHint",
+    "transport",
+    "runtimeArguments",
+    "packageArguments",
+    "environmentVariables",
+}
 
 
 def test_versions_are_in_step() -> None:
@@ -39,8 +59,19 @@ def test_registry_rules() -> None:
     assert 1 <= len(SERVER_JSON["description"]) <= 100
     assert 1 <= len(SERVER_JSON.get("title", "x")) <= 100
     assert not re.search(r"[\^~<>=*x]", SERVER_JSON["version"].replace("0x", ""))  # a version, not a range
-    assert set(SERVER_JSON) <= {"$schema", "name", "title", "description", "version", "packages", "repository",
-                                "websiteUrl", "icons", "remotes", "_meta"}
+    assert set(SERVER_JSON) <= {
+        "$schema",
+        "name",
+        "title",
+        "description",
+        "version",
+        "packages",
+        "repository",
+        "websiteUrl",
+        "icons",
+        "remotes",
+        "_meta",
+    }
 
 
 def test_the_pypi_package_runs_the_stdio_server() -> None:
@@ -61,7 +92,7 @@ def test_environment_variables_are_settings() -> None:
     for variable in ENV_VARS:
         assert set(variable) <= INPUT_KEYS, variable
         assert variable["name"].startswith(prefix)
-        field = variable["name"][len(prefix):].lower()
+        field = variable["name"][len(prefix) :].lower()
         assert field in Settings.model_fields, f"{variable['name']} is not a setting"
         assert variable["description"] and variable["isRequired"] is False
         assert variable.get("isSecret", False) is (field == "auth_token")

@@ -47,12 +47,19 @@ def test_a_token_no_header_can_carry_is_rejected_for_http(token):
     assert Settings(transport="http", auth_token="s3 cret").auth_token.get_secret_value() == "s3 cret"
 
 
-@pytest.mark.parametrize("name, value", [
-    ("GRANRAG_HTTP_MAX_CONNECTIONS", "0"), ("GRANRAG_HTTP_MAX_CONNECTIONS", "many"),
-    ("GRANRAG_HTTP_HEADER_TIMEOUT", "0"), ("GRANRAG_HTTP_HEADER_TIMEOUT", "inf"), ("GRANRAG_HTTP_HEADER_TIMEOUT", "nan"),
-    ("GRANRAG_HTTP_MAX_SESSIONS", "-1"), ("GRANRAG_HTTP_SESSION_IDLE_TIMEOUT", "-5"),
-    ("GRANRAG_HTTP_SESSION_IDLE_TIMEOUT", "1e9"),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("GRANRAG_HTTP_MAX_CONNECTIONS", "0"),
+        ("GRANRAG_HTTP_MAX_CONNECTIONS", "many"),
+        ("GRANRAG_HTTP_HEADER_TIMEOUT", "0"),
+        ("GRANRAG_HTTP_HEADER_TIMEOUT", "inf"),
+        ("GRANRAG_HTTP_HEADER_TIMEOUT", "nan"),
+        ("GRANRAG_HTTP_MAX_SESSIONS", "-1"),
+        ("GRANRAG_HTTP_SESSION_IDLE_TIMEOUT", "-5"),
+        ("GRANRAG_HTTP_SESSION_IDLE_TIMEOUT", "1e9"),
+    ],
+)
 def test_http_limits_are_validated(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError, match=name.removeprefix("GRANRAG_").lower()):

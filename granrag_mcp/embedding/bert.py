@@ -164,8 +164,10 @@ class BertMeanEncoder:
         for i, row in enumerate(rows):
             ids[i, : len(row)] = row
             mask[i, : len(row)] = 1
-        return {"input_ids": torch.from_numpy(ids).to(self._device),
-                "attention_mask": torch.from_numpy(mask).to(self._device)}
+        return {
+            "input_ids": torch.from_numpy(ids).to(self._device),
+            "attention_mask": torch.from_numpy(mask).to(self._device),
+        }
 
     def set_precision(self, precision: str) -> None:
         self.module.set_precision({"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32))

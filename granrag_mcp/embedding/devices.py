@@ -34,7 +34,7 @@ def cuda_available() -> bool:
 
 
 def resolve_device(device: Device) -> ResolvedDevice:
-    """"auto" is the GPU where torch sees one; "cuda" without one is an error the user can act on."""
+    """ "auto" is the GPU where torch sees one; "cuda" without one is an error the user can act on."""
     if device == "cpu":
         return "cpu"
     if cuda_available():

@@ -211,7 +211,9 @@ class SentenceTransformerEmbedder:
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
         done = 0
         with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
-            for rows, batch_vectors in zip(batches, pool.map(lambda rows: self._forward([distinct[i] for i in rows]), batches)):
+            for rows, batch_vectors in zip(
+                batches, pool.map(lambda rows: self._forward([distinct[i] for i in rows]), batches)
+            ):
                 vectors[rows] = batch_vectors
                 done += len(rows)
                 if progress is not None:

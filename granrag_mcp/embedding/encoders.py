@@ -128,8 +128,11 @@ class MeanPoolingEncoder(_HuggingFaceTokens):
 
     def features(self, texts: list[str]) -> Any:
         return self.tokenizer(
-            sentence_texts(texts, self._lower_case), padding=True, truncation="longest_first",
-            max_length=self.max_tokens, return_tensors="pt",
+            sentence_texts(texts, self._lower_case),
+            padding=True,
+            truncation="longest_first",
+            max_length=self.max_tokens,
+            return_tensors="pt",
         ).to(self._device)
 
     def pooled(self, features: Any) -> Any:

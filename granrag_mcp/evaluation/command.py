@@ -25,15 +25,15 @@ log = logging.getLogger("granrag_mcp.evaluation")
 STRATEGY_NOTES = {
     "Base": "broad dense index only (`View.search`, level broad); mid column: the mid dense index (level mid).",
     "C2P": "narrow, mid and broad dense hits mapped to their broad ancestor and merged by max score; mid column: "
-           "narrow and mid hits mapped to mid, the top broad hits to their best-matching mid descendant, max score.",
+    "narrow and mid hits mapped to mid, the top broad hits to their best-matching mid descendant, max score.",
     "S2P": "sentence (narrow) dense hits mapped to their broad (mid) ancestors, in order of first occurrence.",
     "Union": "`View.search_union(k=10)` (broad + sentences, what a caller asking for 10 hits gets): a sentence "
-             "counts as its broad ancestor; mid column: a sentence counts as its mid parent, a broad hit as its "
-             "best-matching mid descendant. Not over-fetched: a deeper call changes the head of the list.",
+    "counts as its broad ancestor; mid column: a sentence counts as its mid parent, a broad hit as its "
+    "best-matching mid descendant. Not over-fetched: a deeper call changes the head of the list.",
     "RRF": "`View.search_rrf(k=10)` (dense + BM25 over the broad and narrow levels, lists 30 deep), level broad / "
-           "level mid.",
+    "level mid.",
     "HRR": "`View.hrr_search` (30 sentences and 10 mids, 20 mid candidates reranked, mapped to broad parents); "
-           "mid column: the reranked mid candidates.",
+    "mid column: the reranked mid candidates.",
 }
 
 DESCRIPTION = """\
@@ -84,52 +84,97 @@ def _strategy_list(value: str) -> list[str]:
 
 
 def add_eval_parser(
-    subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser] = ()  # type: ignore[assignment]
+    subparsers: argparse._SubParsersAction,
+    parents: list[argparse.ArgumentParser] = (),  # type: ignore[assignment]
 ) -> argparse.ArgumentParser:
     """Add the "eval" command to the `granrag-mcp` subcommands and return its parser."""
     parser = subparsers.add_parser(
-        "eval", parents=list(parents), help="measure retrieval quality (HR@k, MRR@k) on a SQuAD or JSONL QA set",
-        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "eval",
+        parents=list(parents),
+        help="measure retrieval quality (HR@k, MRR@k) on a SQuAD or JSONL QA set",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--squad", type=Path, metavar="FILE",
-                        help="QA set in SQuAD JSON format; its articles are indexed into --store if needed")
-    source.add_argument("--qa", type=Path, metavar="FILE.jsonl",
-                        help="QA set as JSONL (question, doc_id, answer_start, answer_end per line) over the "
-                        "documents already in --store")
-    parser.add_argument("--store", type=Path, help="index store folder (env GRANRAG_STORE, default ./index_store); "
-                        "with --squad use a dedicated one: the corpus is added to it")
+    source.add_argument(
+        "--squad",
+        type=Path,
+        metavar="FILE",
+        help="QA set in SQuAD JSON format; its articles are indexed into --store if needed",
+    )
+    source.add_argument(
+        "--qa",
+        type=Path,
+        metavar="FILE.jsonl",
+        help="QA set as JSONL (question, doc_id, answer_start, answer_end per line) over the "
+        "documents already in --store",
+    )
+    parser.add_argument(
+        "--store",
+        type=Path,
+        help="index store folder (env GRANRAG_STORE, default ./index_store); "
+        "with --squad use a dedicated one: the corpus is added to it",
+    )
     parser.add_argument("--model", help="sentence-transformers model name or local path (env GRANRAG_MODEL)")
-    parser.add_argument("--vector-mode", choices=["mean", "truncate", "windows"],
-                        help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean); must "
-                        "match the store, so each mode needs its own store")
-    parser.add_argument("--reranker", help="reranker of HRR: auto, embedding, embedding-windows, cross-encoder, or a "
-                        "cross-encoder name or local path (env GRANRAG_RERANKER, default auto)")
+    parser.add_argument(
+        "--vector-mode",
+        choices=["mean", "truncate", "windows"],
+        help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean); must "
+        "match the store, so each mode needs its own store",
+    )
+    parser.add_argument(
+        "--reranker",
+        help="reranker of HRR: auto, embedding, embedding-windows, cross-encoder, or a "
+        "cross-encoder name or local path (env GRANRAG_RERANKER, default auto)",
+    )
     parser.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (env GRANRAG_CROSS_ENCODER)")
     parser.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
     from granrag_mcp.cli_chunker import add_chunker_flags
 
     add_chunker_flags(parser)
-    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"],
-                        help="embedding arithmetic (env GRANRAG_PRECISION, default auto)")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="report folder (default reports/eval-<timestamp>)")
-    parser.add_argument("--sample", type=_positive_int, metavar="N",
-                        help="evaluate a random sample of N questions (default: all; use all for published numbers)")
+    parser.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "bf16"],
+        help="embedding arithmetic (env GRANRAG_PRECISION, default auto)",
+    )
+    parser.add_argument("--out", type=Path, metavar="DIR", help="report folder (default reports/eval-<timestamp>)")
+    parser.add_argument(
+        "--sample",
+        type=_positive_int,
+        metavar="N",
+        help="evaluate a random sample of N questions (default: all; use all for published numbers)",
+    )
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of --sample (default 0)")
-    parser.add_argument("--articles", type=_positive_int, metavar="N",
-                        help="--squad only: use only the first N articles (corpus and questions)")
-    parser.add_argument("--corpus-dir", type=Path, metavar="DIR",
-                        help="--squad only: write the corpus documents here and keep them (default: a temporary "
-                        "folder, removed after indexing)")
-    parser.add_argument("--strategies", type=_strategy_list, metavar="LIST",
-                        default="Base,C2P,S2P,Union,RRF,HRR",
-                        help="comma-separated strategies to run (default all: Base,C2P,S2P,Union,RRF,HRR)")
-    parser.add_argument("--fit-ranker", action="store_true",
-                        help="fit the candidate ranker on these questions instead of the strategy table; the store "
-                        "carries it if its cross-validated MRR@5 beats the shipped ranker's (needs scikit-learn)")
-    parser.add_argument("--no-chart", action="store_true", help="skip the PNG chart (it needs matplotlib, the "
-                        "'eval' extra)")
+    parser.add_argument(
+        "--articles",
+        type=_positive_int,
+        metavar="N",
+        help="--squad only: use only the first N articles (corpus and questions)",
+    )
+    parser.add_argument(
+        "--corpus-dir",
+        type=Path,
+        metavar="DIR",
+        help="--squad only: write the corpus documents here and keep them (default: a temporary "
+        "folder, removed after indexing)",
+    )
+    parser.add_argument(
+        "--strategies",
+        type=_strategy_list,
+        metavar="LIST",
+        default="Base,C2P,S2P,Union,RRF,HRR",
+        help="comma-separated strategies to run (default all: Base,C2P,S2P,Union,RRF,HRR)",
+    )
+    parser.add_argument(
+        "--fit-ranker",
+        action="store_true",
+        help="fit the candidate ranker on these questions instead of the strategy table; the store "
+        "carries it if its cross-validated MRR@5 beats the shipped ranker's (needs scikit-learn)",
+    )
+    parser.add_argument(
+        "--no-chart", action="store_true", help="skip the PNG chart (it needs matplotlib, the 'eval' extra)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
 
@@ -146,8 +191,7 @@ def _check_chart_dependency(args: argparse.Namespace) -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise InvalidInputError(
-            "the chart needs matplotlib: install the eval extra (pip install 'granrag-mcp[eval]'), or pass "
-            "--no-chart"
+            "the chart needs matplotlib: install the eval extra (pip install 'granrag-mcp[eval]'), or pass --no-chart"
         ) from None
 
 
@@ -189,8 +233,14 @@ def _ensure_corpus(documents: dict[str, str], settings, args: argparse.Namespace
         from granrag_mcp.errors import InvalidInputError
 
         raise InvalidInputError(f"indexing the corpus failed for {summary.failed}")
-    return {"indexed": True, "seconds": seconds, "stages": summary.seconds, "added": summary.added,
-            "updated": summary.updated, "new_chunks": summary.new_chunks}
+    return {
+        "indexed": True,
+        "seconds": seconds,
+        "stages": summary.seconds,
+        "added": summary.added,
+        "updated": summary.updated,
+        "new_chunks": summary.new_chunks,
+    }
 
 
 def _single_threaded_faiss() -> int | None:
@@ -257,16 +307,20 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
 
     # 1. The QA set, and the corpus in the store.
     qa = load_squad(args.squad, args.articles) if args.squad is not None else load_jsonl(args.qa)
-    progress.message(f"{len(qa.questions)} questions from {qa.source}" +
-                     (f" ({len(qa.documents)} documents)" if qa.documents else ""))
+    progress.message(
+        f"{len(qa.questions)} questions from {qa.source}"
+        + (f" ({len(qa.documents)} documents)" if qa.documents else "")
+    )
     indexing: dict[str, Any] = {"indexed": False}
     if qa.documents:
         indexing = _ensure_corpus(qa.documents, settings, args, progress)
         if indexing["indexed"]:
             timings["indexing"] = indexing["seconds"]
     elif read_current(settings.store) is None:
-        raise StoreNotFoundError(f"no index at {settings.store}: --qa needs a store that holds the documents its "
-                                 "questions name (build one with `granrag-mcp index`)")
+        raise StoreNotFoundError(
+            f"no index at {settings.store}: --qa needs a store that holds the documents its "
+            "questions name (build one with `granrag-mcp index`)"
+        )
 
     # 2. The engine, with the caching embedder and the memoising reranker in front of the models.
     t = time.perf_counter()
@@ -285,15 +339,19 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     absent = [d for d, text in stored.items() if text is None]
     if absent:
         shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
-        raise InvalidInputError(f"the store {settings.store} does not hold the document(s) {shown} named by the "
-                                "QA set; index them first (doc_id is the path relative to the indexed folder)")
+        raise InvalidInputError(
+            f"the store {settings.store} does not hold the document(s) {shown} named by the "
+            "QA set; index them first (doc_id is the path relative to the indexed folder)"
+        )
     check_offsets(qa.questions, stored)  # type: ignore[arg-type]
     notes: list[str] = []
     n_docs = catalog.count_documents()
     corpus_size = len(qa.documents) if qa.documents else len(doc_ids)
     if qa.documents and n_docs > corpus_size:
-        notes.append(f"the store holds {n_docs - corpus_size} documents beyond the QA corpus; they compete in "
-                     "retrieval, so these numbers are not comparable with a store of the corpus alone")
+        notes.append(
+            f"the store holds {n_docs - corpus_size} documents beyond the QA corpus; they compete in "
+            "retrieval, so these numbers are not comparable with a store of the corpus alone"
+        )
         log.warning(notes[-1])
 
     # 4. The questions: sample, validate, embed once.
@@ -310,16 +368,24 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     if reranker is not None and uses_embedding_fallback(reranker):
         t = time.perf_counter()
         mids = catalog.chunks_of_level("mid")
-        progress.message(f"embedding the reranker's windows of all {len(mids)} mid chunks once for the whole run "
-                         "(embedding fallback; this takes a few minutes on a small CPU)")
+        progress.message(
+            f"embedding the reranker's windows of all {len(mids)} mid chunks once for the whole run "
+            "(embedding fallback; this takes a few minutes on a small CPU)"
+        )
         prime_reranker(reranker, [c.text for c in mids])
         timings["embedding reranker windows"] = time.perf_counter() - t
 
     if args.fit_ranker:  # the candidate ranker's fit replaces the strategy table
         from granrag_mcp.evaluation.fit_ranker import run_fit
 
-        _, text = run_fit(view, questions, vectors, settings.store, f"{qa.source.name} ({len(questions)} questions)",
-                          progress.callback("fitting the candidate ranker"))
+        _, text = run_fit(
+            view,
+            questions,
+            vectors,
+            settings.store,
+            f"{qa.source.name} ({len(questions)} questions)",
+            progress.callback("fitting the candidate ranker"),
+        )
         print(text)
         return 0
 
@@ -332,9 +398,15 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     try:
         for number, (q, text, vector) in enumerate(zip(questions, texts, vectors), 1):
             rankings = runner.run(text, vector)
-            row: dict[str, Any] = {"id": q.qid, "question": q.question, "doc_id": q.doc_id,
-                                   "answer_start": q.answer_start, "answer_end": q.answer_end, "answer": q.answer,
-                                   "strategies": {}}
+            row: dict[str, Any] = {
+                "id": q.qid,
+                "question": q.question,
+                "doc_id": q.doc_id,
+                "answer_start": q.answer_start,
+                "answer_end": q.answer_end,
+                "answer": q.answer,
+                "strategies": {},
+            }
             for name, ranking in rankings.items():
                 entry = {}
                 for level in EVAL_LEVELS:
@@ -351,8 +423,10 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     for name, seconds in runner.seconds.items():
         timings[f"retrieval: {name}"] = seconds
     if runner.hrr_mismatches:
-        notes.append(f"for {runner.hrr_mismatches} questions the HRR mid list, mapped to broad parents, differs from "
-                     "hrr_search's broad list (span dedupe of the parents)")
+        notes.append(
+            f"for {runner.hrr_mismatches} questions the HRR mid list, mapped to broad parents, differs from "
+            "hrr_search's broad list (span dedupe of the parents)"
+        )
     timings["total"] = time.perf_counter() - began
 
     # 6. Outputs.
@@ -360,18 +434,28 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     manifest = view.snapshot.manifest
     meta: dict[str, Any] = {
         "run": {
-            "command": _command_line(), "started": started_at, "machine": _machine(),
-            "qa_file": str(qa.source), "qa_format": qa.format, "articles": args.articles,
-            "questions_total": len(qa.questions), "questions_evaluated": len(questions),
-            "sampled": len(questions) < len(qa.questions), "sample": args.sample, "seed": args.seed,
+            "command": _command_line(),
+            "started": started_at,
+            "machine": _machine(),
+            "qa_file": str(qa.source),
+            "qa_format": qa.format,
+            "articles": args.articles,
+            "questions_total": len(qa.questions),
+            "questions_evaluated": len(questions),
+            "sampled": len(questions) < len(qa.questions),
+            "sample": args.sample,
+            "seed": args.seed,
             "strategies": strategies,
         },
         "store": {
-            "path": str(settings.store), "generation": manifest.generation,
+            "path": str(settings.store),
+            "generation": manifest.generation,
             "documents": n_docs,
             "chunks": {level: manifest.counts.get(level, 0) for level in ("broad", "mid", "narrow")},
-            "model": manifest.identity.model, "dimension": manifest.identity.dimension,
-            "vector_mode": manifest.identity.vector_mode, "tokenizer": manifest.identity.tokenizer,
+            "model": manifest.identity.model,
+            "dimension": manifest.identity.dimension,
+            "vector_mode": manifest.identity.vector_mode,
+            "tokenizer": manifest.identity.tokenizer,
             "chunking": manifest.identity.chunking.model_dump(),
         },
         "reranker": reranker.name if reranker is not None else None,

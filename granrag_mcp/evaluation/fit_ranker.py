@@ -15,10 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from granrag_mcp.evaluation.metrics import contains, mrr, hit_rate
+from granrag_mcp.evaluation.metrics import contains, hit_rate, mrr
 from granrag_mcp.evaluation.qa import Question
 from granrag_mcp.retrieval.candidate_ranker import (
-    ALL_FEATURES, INSIDE_FEATURES, RANKED_HEAD, CandidateRanker, LinearModel, hrr_table, order_by,
+    ALL_FEATURES,
+    INSIDE_FEATURES,
+    RANKED_HEAD,
+    CandidateRanker,
+    LinearModel,
+    hrr_table,
+    order_by,
 )
 from granrag_mcp.retrieval.hrr import hrr_candidates
 
@@ -47,8 +53,9 @@ class Dataset:
             return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
-def collect(view: Any, questions: Sequence[Question], vectors: np.ndarray,
-            progress: Callable[[int, int], None] | None = None) -> Dataset:
+def collect(
+    view: Any, questions: Sequence[Question], vectors: np.ndarray, progress: Callable[[int, int], None] | None = None
+) -> Dataset:
     """Features and labels of HRR's candidates for every question (the view's own ranker is not applied)."""
     rows: list[np.ndarray] = []
     question, position, mid_hit, parent, broad_hit = [], [], [], [], []
@@ -74,9 +81,15 @@ def collect(view: Any, questions: Sequence[Question], vectors: np.ndarray,
         if progress is not None:
             progress(number + 1, len(questions))
     width = len(ALL_FEATURES)
-    return Dataset(np.vstack(rows) if rows else np.zeros((0, width)), np.array(question, np.int32),
-                   np.array(position, np.int32), np.array(mid_hit, bool), np.array(parent, np.int64),
-                   np.array(broad_hit, bool), np.array([q.doc_id for q in questions]))
+    return Dataset(
+        np.vstack(rows) if rows else np.zeros((0, width)),
+        np.array(question, np.int32),
+        np.array(position, np.int32),
+        np.array(mid_hit, bool),
+        np.array(parent, np.int64),
+        np.array(broad_hit, bool),
+        np.array([q.doc_id for q in questions]),
+    )
 
 
 def fit_model(data: Dataset, rows: np.ndarray, features: Sequence[str], c: float = REGULARISATION) -> LinearModel:
@@ -110,19 +123,31 @@ def ranks(data: Dataset, questions: np.ndarray, model: LinearModel | None) -> tu
             order = order_by(scores) + order[head:]
         hits = data.mid_hit[begin:end][order]
         mid_ranks.append(int(np.argmax(hits)) + 1 if hits.any() else None)
-        parents = list(dict.fromkeys(zip(data.parent[begin:end][order].tolist(),
-                                         data.broad_hit[begin:end][order].tolist())))
+        parents = list(
+            dict.fromkeys(zip(data.parent[begin:end][order].tolist(), data.broad_hit[begin:end][order].tolist()))
+        )
         broad_ranks.append(next((n for n, (_, hit) in enumerate(parents, 1) if hit), None))
     return mid_ranks, broad_ranks
 
 
 def _summary(mid: list[int | None], broad: list[int | None]) -> dict[str, float]:
-    return {"broad MRR@5": mrr(broad, 5), "broad HR@5": hit_rate(broad, 5), "broad HR@1": hit_rate(broad, 1),
-            "mid MRR@5": mrr(mid, 5), "mid HR@5": hit_rate(mid, 5), "mid HR@1": hit_rate(mid, 1)}
+    return {
+        "broad MRR@5": mrr(broad, 5),
+        "broad HR@5": hit_rate(broad, 5),
+        "broad HR@1": hit_rate(broad, 1),
+        "mid MRR@5": mrr(mid, 5),
+        "mid HR@5": hit_rate(mid, 5),
+        "mid HR@1": hit_rate(mid, 1),
+    }
 
 
-def cross_validate(data: Dataset, features: Sequence[str] = ALL_FEATURES, seeds: Sequence[int] = SEEDS,
-                   others: Mapping[str, LinearModel] | None = None, c: float = REGULARISATION) -> dict[str, Any]:
+def cross_validate(
+    data: Dataset,
+    features: Sequence[str] = ALL_FEATURES,
+    seeds: Sequence[int] = SEEDS,
+    others: Mapping[str, LinearModel] | None = None,
+    c: float = REGULARISATION,
+) -> dict[str, Any]:
     """Two-fold cross-validation across documents, per seed: HRR's order, the model fitted on the other half,
     and each model of `others` (fixed, not refitted) on the same questions. Figures averaged over the seeds."""
     documents = sorted(set(data.groups.tolist()))
@@ -146,20 +171,27 @@ def cross_validate(data: Dataset, features: Sequence[str] = ALL_FEATURES, seeds:
                 got[1].extend(broad)
         for name, (mid, broad) in collected.items():
             results.setdefault(name, []).append(_summary(mid, broad))
-    return {name: {key: round(float(np.mean([r[key] for r in runs])), 4) for key in runs[0]}
-            for name, runs in results.items()} | {"seeds": list(seeds), "documents": len(documents),
-                                                   "questions": int(len(data.groups))}
+    return {
+        name: {key: round(float(np.mean([r[key] for r in runs])), 4) for key in runs[0]}
+        for name, runs in results.items()
+    } | {"seeds": list(seeds), "documents": len(documents), "questions": int(len(data.groups))}
 
 
-def fit_ranker(data: Dataset, name: str, fitted_on: str, c: float = REGULARISATION,
-               baseline: CandidateRanker | None = None) -> CandidateRanker:
+def fit_ranker(
+    data: Dataset, name: str, fitted_on: str, c: float = REGULARISATION, baseline: CandidateRanker | None = None
+) -> CandidateRanker:
     """Both models fitted on every question, with their cross-validated figures (and the baseline's, if given)."""
     every = np.ones(len(data.question), dtype=bool)
     others = {"baseline": baseline.hrr} if baseline is not None else None
     hrr_cv = cross_validate(data, ALL_FEATURES, others=others, c=c)
     chunks_cv = cross_validate(data, INSIDE_FEATURES, others={"baseline": baseline.chunks} if baseline else None, c=c)
-    return CandidateRanker(name, fit_model(data, every, ALL_FEATURES, c), fit_model(data, every, INSIDE_FEATURES, c),
-                           fitted_on, {"hrr": hrr_cv, "chunks": chunks_cv})
+    return CandidateRanker(
+        name,
+        fit_model(data, every, ALL_FEATURES, c),
+        fit_model(data, every, INSIDE_FEATURES, c),
+        fitted_on,
+        {"hrr": hrr_cv, "chunks": chunks_cv},
+    )
 
 
 COMPARED = ("broad MRR@5", "broad HR@5", "mid MRR@5", "mid HR@5")
@@ -180,8 +212,14 @@ def format_comparison(figures: Mapping[str, Mapping[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def run_fit(view: Any, questions: Sequence[Question], vectors: np.ndarray, store: Path, source: str,
-            progress: Callable[[int, int], None] | None = None) -> tuple[bool, str]:
+def run_fit(
+    view: Any,
+    questions: Sequence[Question],
+    vectors: np.ndarray,
+    store: Path,
+    source: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[bool, str]:
     """`eval --fit-ranker`: fit on the questions, compare with the shipped ranker across documents, and commit the
     fitted one into the store only when it wins. Returns (used, the report's text)."""
     from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
@@ -191,13 +229,18 @@ def run_fit(view: Any, questions: Sequence[Question], vectors: np.ndarray, store
     shipped = shipped_ranker()
     ranker = fit_ranker(data, f"linear-fitted-{len(questions)}q", source, baseline=shipped)
     figures = ranker.cross_validation["hrr"]
-    report = [f"candidate ranker, 2-fold cross-validation across {figures['documents']} documents, seeds "
-              f"{figures['seeds']} ({figures['questions']} questions):", format_comparison(figures)]
+    report = [
+        f"candidate ranker, 2-fold cross-validation across {figures['documents']} documents, seeds "
+        f"{figures['seeds']} ({figures['questions']} questions):",
+        format_comparison(figures),
+    ]
     used = beats(figures["fitted"], figures["baseline"])
     if used:
         generation = write_store_ranker(store, ranker)
-        report.append(f"the fitted ranker beats the shipped one: the store carries it from {generation} on "
-                      "(servers with candidate_ranker=auto use it)")
+        report.append(
+            f"the fitted ranker beats the shipped one: the store carries it from {generation} on "
+            "(servers with candidate_ranker=auto use it)"
+        )
     else:
         report.append("the fitted ranker does not beat the shipped one: not used, the store is unchanged")
     return used, "\n".join(report)

@@ -26,11 +26,11 @@ import numpy as np
 
 from granrag_mcp.concepts import ConceptMatcher
 from granrag_mcp.levels import FINEST
-from granrag_mcp.server.packing import TokenCounter, pack
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.view import View
+from granrag_mcp.server.packing import TokenCounter, pack
 from granrag_mcp.store.graph import ConceptGraph
 
 BUDGET = 2000
@@ -101,7 +101,8 @@ def evaluate(view: View, tokens: TokenCounter, n_bridges: int = 200, seed: int =
     methods: dict[str, Callable[[Bridge, str], list[str]]] = {
         "search_narrow (dense)": lambda _, q: [h.chunk.text for h in search_level(view, q, FINEST, 60)],
         "search_narrow (dense + BM25)": lambda _, q: [
-            h.chunk.text for h in search_level(view, q, FINEST, 60, lexical=True)],
+            h.chunk.text for h in search_level(view, q, FINEST, 60, lexical=True)
+        ],
         "search_fused (rrf, narrow)": lambda _, q: [h.chunk.text for h in search_rrf(view, q, 60, level=FINEST)],
         "graph_search (passages)": lambda _, q: [h.chunk.text for h in techniques.ppr_passages(view, q, 60)],
         "concept_paths": lambda b, _: paths(b),
@@ -117,19 +118,29 @@ def evaluate(view: View, tokens: TokenCounter, n_bridges: int = 200, seed: int =
         bridge_rows[name] = {"answered": hits / max(len(bridges), 1), "p50_ms": 1000 * float(np.median(seconds))}
 
     overview_rows = _overviews(view, tokens, graph, matcher)
-    return {"bridge_questions": len(bridges), "budget_tokens": BUDGET, "bridge": bridge_rows,
-            "overview_documents": len(graph.docs), "overview": overview_rows,
-            "graph": {"concepts": len(graph), "edges": graph.n_edges, "communities": graph.n_clusters}}
+    return {
+        "bridge_questions": len(bridges),
+        "budget_tokens": BUDGET,
+        "bridge": bridge_rows,
+        "overview_documents": len(graph.docs),
+        "overview": overview_rows,
+        "graph": {"concepts": len(graph), "edges": graph.n_edges, "communities": graph.n_clusters},
+    }
 
 
 def _overviews(view: View, tokens: TokenCounter, graph: ConceptGraph, matcher: ConceptMatcher) -> dict:
-    rows: dict[str, list[float]] = {"graph_search (communities, doc_id)": [], "search_fused (rrf, mid)": [],
-                                    "search_broad": []}
+    rows: dict[str, list[float]] = {
+        "graph_search (communities, doc_id)": [],
+        "search_fused (rrf, mid)": [],
+        "search_broad": [],
+    }
     doc_rows = {str(d): n for n, d in enumerate(graph.docs)}
     for doc, row in doc_rows.items():
         counts = np.zeros(len(graph), np.int64)
         for sentence_row in np.flatnonzero(graph.sentence_doc == row):
-            counts[graph.sentence_concepts[graph.sentence_ptr[sentence_row] : graph.sentence_ptr[sentence_row + 1]]] += 1
+            counts[
+                graph.sentence_concepts[graph.sentence_ptr[sentence_row] : graph.sentence_ptr[sentence_row + 1]]
+            ] += 1
         top = set(np.argsort(-counts)[:TOP_CONCEPTS].tolist())
         title = Path(doc).stem.replace("_", " ")
         query = f"What are the main themes of {title}?"

@@ -114,8 +114,16 @@ def load_squad(path: Path, articles: int | None = None) -> QASet:
                         f"{where} ({title}), question {qa.get('id')!r}: the answer {text!r} is not at offset {start} "
                         "of its paragraph"
                     )
-                questions.append(Question(str(qa.get("id", f"{doc_id}#{len(questions)}")), str(qa["question"]),
-                                          doc_id, offset + start, offset + start + len(text), text))
+                questions.append(
+                    Question(
+                        str(qa.get("id", f"{doc_id}#{len(questions)}")),
+                        str(qa["question"]),
+                        doc_id,
+                        offset + start,
+                        offset + start + len(text),
+                        text,
+                    )
+                )
             parts.append(context)
             offset += len(context)
         documents[doc_id] = PARAGRAPH_SEPARATOR.join(parts)
@@ -140,7 +148,7 @@ def check_offsets(questions: Sequence[Question], documents: Mapping[str, str]) -
         if q.answer is not None and text[q.answer_start : q.answer_end] != q.answer:
             raise InvalidInputError(
                 f"question {q.qid}: {q.doc_id!r}[{q.answer_start}:{q.answer_end}] is "
-                f"{text[q.answer_start:q.answer_end]!r}, not the answer {q.answer!r}"
+                f"{text[q.answer_start : q.answer_end]!r}, not the answer {q.answer!r}"
             )
 
 
@@ -166,8 +174,9 @@ def load_jsonl(path: Path) -> QASet:
             raise InvalidInputError(f"{where}: expected a JSON object with {', '.join(JSONL_FIELDS)}")
         missing = [name for name in JSONL_FIELDS if name not in row]
         if missing:
-            raise InvalidInputError(f"{where}: missing field(s) {', '.join(missing)}; each line needs "
-                                    f"{', '.join(JSONL_FIELDS)}")
+            raise InvalidInputError(
+                f"{where}: missing field(s) {', '.join(missing)}; each line needs {', '.join(JSONL_FIELDS)}"
+            )
         question, doc_id = row["question"], row["doc_id"]
         start, end = row["answer_start"], row["answer_end"]
         if not isinstance(question, str) or not question.strip():
@@ -180,8 +189,11 @@ def load_jsonl(path: Path) -> QASet:
                 f"got {start!r} and {end!r}"
             )
         answer = row.get("answer")
-        questions.append(Question(str(row.get("id", number)), question, doc_id, start, end,
-                                  answer if isinstance(answer, str) else None))
+        questions.append(
+            Question(
+                str(row.get("id", number)), question, doc_id, start, end, answer if isinstance(answer, str) else None
+            )
+        )
     if not questions:
         raise InvalidInputError(f"{path} holds no question")
     return QASet(questions, path, "jsonl")

@@ -69,8 +69,10 @@ def markdown_report(summary: Summary, meta: Mapping[str, Any]) -> str:
     lines += [f"- {key}: {value}" for key, value in store.items()]
     lines += [f"- reranker (HRR): {meta.get('reranker') or 'none (HRR not run)'}"]
     if meta.get("embedding_precision"):
-        lines.append(f"- embedding precision (this run's questions; the store may have been built in another): "
-                     f"{meta['embedding_precision']}")
+        lines.append(
+            f"- embedding precision (this run's questions; the store may have been built in another): "
+            f"{meta['embedding_precision']}"
+        )
     lines.append("")
     lines += ["## Timings (seconds, wall clock)", ""]
     lines += [f"- {key}: {value:.1f}" for key, value in meta["timings"].items()]
@@ -111,8 +113,14 @@ def write_chart(summary: Summary, path: Path, title: str = "") -> None:
             if "broad" not in levels:
                 continue
             marker, line = styles[number % len(styles)]
-            axis.plot(KS, [levels["broad"][f"{metric}@{k}"] for k in KS], marker=marker, linestyle=line,
-                      label=name, alpha=0.85)
+            axis.plot(
+                KS,
+                [levels["broad"][f"{metric}@{k}"] for k in KS],
+                marker=marker,
+                linestyle=line,
+                label=name,
+                alpha=0.85,
+            )
         axis.set_title(f"{metric}@k, broad level")
         axis.set_xlabel("k")
         axis.set_xticks(KS)
@@ -136,20 +144,29 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], path: Path) -> int:
     return count
 
 
-def write_report(folder: Path, summary: Summary, meta: Mapping[str, Any], rows: Iterable[Mapping[str, Any]],
-                 chart: bool = True) -> dict[str, Path]:
+def write_report(
+    folder: Path, summary: Summary, meta: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], chart: bool = True
+) -> dict[str, Path]:
     """Write report.md, metrics.json, per_query.jsonl and (unless `chart` is False) the PNG chart."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"report": folder / "report.md", "metrics": folder / "metrics.json",
-             "per_query": folder / "per_query.jsonl"}
+    paths = {
+        "report": folder / "report.md",
+        "metrics": folder / "metrics.json",
+        "per_query": folder / "per_query.jsonl",
+    }
     write_jsonl(rows, paths["per_query"])
-    paths["metrics"].write_text(json.dumps({"summary": summary, **meta}, indent=2, ensure_ascii=False) + "\n",
-                                encoding="utf-8")
+    paths["metrics"].write_text(
+        json.dumps({"summary": summary, **meta}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     if chart:
         paths["chart"] = folder / CHART_FILE
         run = meta.get("run", {})
-        write_chart(summary, paths["chart"], f"{run.get('questions_evaluated', '?')} questions, vector mode "
-                    f"{meta.get('store', {}).get('vector_mode', '?')}")
+        write_chart(
+            summary,
+            paths["chart"],
+            f"{run.get('questions_evaluated', '?')} questions, vector mode "
+            f"{meta.get('store', {}).get('vector_mode', '?')}",
+        )
     paths["report"].write_text(markdown_report(summary, meta), encoding="utf-8")
     return paths

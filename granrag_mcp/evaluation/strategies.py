@@ -232,17 +232,19 @@ def union(ctx: StrategyContext) -> Ranking:
     h = ctx.hierarchy
     hits = search_union(ctx.view, ctx.question, UNION_K)
     broad = h.climb((hit.chunk.id for hit in hits), BROAD)
-    down = ctx.view.best_descendants([hit.chunk.id for hit in hits if hit.chunk.level == BROAD], MID,
-                                     ctx.vector, source_level=BROAD)
-    mid = list(dict.fromkeys(
-        down[hit.chunk.id] if hit.chunk.level == BROAD else h.up[MID][hit.chunk.id] for hit in hits
-    ))
+    down = ctx.view.best_descendants(
+        [hit.chunk.id for hit in hits if hit.chunk.level == BROAD], MID, ctx.vector, source_level=BROAD
+    )
+    mid = list(
+        dict.fromkeys(down[hit.chunk.id] if hit.chunk.level == BROAD else h.up[MID][hit.chunk.id] for hit in hits)
+    )
     return {BROAD: broad, MID: mid}
 
 
 def rrf(ctx: StrategyContext) -> Ranking:
-    return {level: [hit.chunk.id for hit in search_rrf(ctx.view, ctx.question, RRF_K, level=level)]
-            for level in EVAL_LEVELS}
+    return {
+        level: [hit.chunk.id for hit in search_rrf(ctx.view, ctx.question, RRF_K, level=level)] for level in EVAL_LEVELS
+    }
 
 
 def hrr(ctx: StrategyContext) -> Ranking:
@@ -257,7 +259,12 @@ def hrr(ctx: StrategyContext) -> Ranking:
 
 
 RUNNERS: dict[str, Callable[[StrategyContext], Ranking]] = {
-    "Base": base, "C2P": c2p, "S2P": s2p, "Union": union, "RRF": rrf, "HRR": hrr,
+    "Base": base,
+    "C2P": c2p,
+    "S2P": s2p,
+    "Union": union,
+    "RRF": rrf,
+    "HRR": hrr,
 }
 
 
@@ -304,4 +311,3 @@ def parse_strategies(value: str) -> list[str]:
     if unknown:
         raise ValueError(f"unknown strategies {', '.join(unknown)}; choose from {', '.join(STRATEGIES)}")
     return [s for s in STRATEGIES if s.lower() in wanted]
-

@@ -98,4 +98,3 @@ def sentence_spans(
             p_start += len(piece) - len(piece.lstrip())
             p_stop -= len(piece) - len(piece.rstrip())
             yield p_start, p_stop, p_end - p_begin
-

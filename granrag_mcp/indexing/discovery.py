@@ -82,8 +82,13 @@ def _not_regular(mode: int) -> str | None:
     """What kind of file `mode` describes when it is not a regular file, else None."""
     if stat.S_ISREG(mode):
         return None
-    kinds = [(stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-             (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "folder")]
+    kinds = [
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISDIR, "folder"),
+    ]
     return next((name for test, name in kinds if test(mode)), "special file")
 
 

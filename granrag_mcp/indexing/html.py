@@ -32,13 +32,51 @@ def html_encoding(data: bytes) -> str | None:
 _HIDDEN_ELEMENTS = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object"}
 _HEAD_ELEMENTS = {"head", "title", "meta", "link", "base", "style", "script", "noscript", "template"}
 _PARAGRAPH_ELEMENTS = {
-    "p", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "table", "dl",
-    "section", "article", "header", "footer", "nav", "aside", "main", "figure", "form",
-    "fieldset", "hr", "address", "details", "hgroup", "menu",
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "pre",
+    "blockquote",
+    "table",
+    "dl",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "main",
+    "figure",
+    "form",
+    "fieldset",
+    "hr",
+    "address",
+    "details",
+    "hgroup",
+    "menu",
 }
 _LINE_ELEMENTS = {
-    "div", "li", "tr", "dt", "dd", "figcaption", "caption", "summary", "legend", "option",
-    "thead", "tbody", "tfoot", "body", "html", "center", "textarea",
+    "div",
+    "li",
+    "tr",
+    "dt",
+    "dd",
+    "figcaption",
+    "caption",
+    "summary",
+    "legend",
+    "option",
+    "thead",
+    "tbody",
+    "tfoot",
+    "body",
+    "html",
+    "center",
+    "textarea",
 }
 _CELL_ELEMENTS = {"td", "th"}
 _VOID_ELEMENTS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -46,12 +84,23 @@ _BLOCK_CONTAINERS = _PARAGRAPH_ELEMENTS | _LINE_ELEMENTS | {"ul", "ol", "dl", "l
 # Start tags that end an open element whose end tag may be left out, and what stops them from reaching it.
 _IMPLIED_END = {
     "p": _PARAGRAPH_ELEMENTS | {"div", "ul", "ol", "dl", "li", "dd", "dt", "center", "summary", "figcaption"},
-    "li": {"li"}, "dt": {"dt", "dd"}, "dd": {"dt", "dd"}, "option": {"option", "optgroup"},
-    "tr": {"tr"}, "td": {"td", "th", "tr"}, "th": {"td", "th", "tr"},
+    "li": {"li"},
+    "dt": {"dt", "dd"},
+    "dd": {"dt", "dd"},
+    "option": {"option", "optgroup"},
+    "tr": {"tr"},
+    "td": {"td", "th", "tr"},
+    "th": {"td", "th", "tr"},
 }
 _IMPLIED_END_SCOPE = {
-    "p": set(), "li": {"ul", "ol", "menu"}, "dt": {"dl"}, "dd": {"dl"}, "option": {"select", "datalist"},
-    "tr": {"table"}, "td": {"table"}, "th": {"table"},
+    "p": set(),
+    "li": {"ul", "ol", "menu"},
+    "dt": {"dl"},
+    "dd": {"dl"},
+    "option": {"select", "datalist"},
+    "tr": {"table"},
+    "td": {"table"},
+    "th": {"table"},
 }
 _COLLAPSIBLE_SPACE = re.compile(r"[ \t\n\f\xa0]+")
 _CELL_SEPARATOR = " | "

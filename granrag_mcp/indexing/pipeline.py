@@ -130,9 +130,19 @@ def index_paths(
             base = Snapshot.open(writer.root)
         try:
             return _index_with_base(
-                writer, base, found.files, summary, clock, progress,
-                embedder_factory=embedder_factory, tokenizer=tokenizer, chunking=chunking,
-                vector_mode=vector_mode, model_name=model_name, prune=prune, parallel=parallel,
+                writer,
+                base,
+                found.files,
+                summary,
+                clock,
+                progress,
+                embedder_factory=embedder_factory,
+                tokenizer=tokenizer,
+                chunking=chunking,
+                vector_mode=vector_mode,
+                model_name=model_name,
+                prune=prune,
+                parallel=parallel,
             )
         finally:
             if base is not None:
@@ -239,8 +249,13 @@ def _index_with_base(
         dimension = embedder.dimension
         if chunking.chunker == "semantic":
             with clock.stage("chunk"):  # embeds the sentences, which the finest level then keeps
-                semantic = semantic_documents([(d.source.doc_id, d.text) for d in new_docs], tokenizer, chunking,
-                                              embedder, progress.callback("embedding sentences"))
+                semantic = semantic_documents(
+                    [(d.source.doc_id, d.text) for d in new_docs],
+                    tokenizer,
+                    chunking,
+                    embedder,
+                    progress.callback("embedding sentences"),
+                )
             for doc, (spans, sentence_vectors) in zip(new_docs, semantic):
                 doc.spans, doc.sentence_vectors = spans, sentence_vectors
     identity = wanted.model_copy(update={"dimension": dimension}) if new_docs else wanted
@@ -268,7 +283,9 @@ def _index_with_base(
         with clock.stage("graph"):
             _write_graph(folder, base, new_docs, embedder, identity.dimension, progress)
         with clock.stage("commit"):
-            manifest = Manifest(generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={})
+            manifest = Manifest(
+                generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={}
+            )
             writer.publish(folder, manifest)
     except BaseException as exc:
         # Whatever stopped the commit (a full disk shows up as OSError, sqlite3.OperationalError or a FAISS
@@ -298,12 +315,20 @@ def _assign_ids(docs: list[_NewDocument], next_id: int) -> tuple[dict[Level, lis
             next_id += 1
             ids_by_level[span.level][span.seq] = chunk_id
             parent_level = parent_of(span.level)
-            parent_id = ids_by_level[parent_level][span.parent_seq] if parent_level and span.parent_seq is not None \
-                else None
+            parent_id = (
+                ids_by_level[parent_level][span.parent_seq] if parent_level and span.parent_seq is not None else None
+            )
             out[span.level].append(
                 Chunk(
-                    chunk_id, doc.source.doc_id, span.level, span.seq, span.start, span.end,
-                    span.token_count, parent_id, doc.text[span.start : span.end],
+                    chunk_id,
+                    doc.source.doc_id,
+                    span.level,
+                    span.seq,
+                    span.start,
+                    span.end,
+                    span.token_count,
+                    parent_id,
+                    doc.text[span.start : span.end],
                 )
             )
     return out, next_id
@@ -331,7 +356,11 @@ def _embed(
     while (level := parent_of(child)) is not None:
         parent_rows = np.array([row_of[c.parent_id] for c in chunks[child] if c.parent_id is not None], dtype=np.int64)
         vectors[level], sums = level_vectors(
-            mode, embedder, [c.text for c in chunks[level]], sums, parent_rows,
+            mode,
+            embedder,
+            [c.text for c in chunks[level]],
+            sums,
+            parent_rows,
             progress=progress.callback(f"embedding {level} chunks"),
         )
         child = level
@@ -382,7 +411,11 @@ def write_generation(
 
 
 def _write_graph(
-    folder: Path, base: Snapshot | None, new_docs: list[_NewDocument], embedder: Embedder | None, dimension: int,
+    folder: Path,
+    base: Snapshot | None,
+    new_docs: list[_NewDocument],
+    embedder: Embedder | None,
+    dimension: int,
     progress: Progress,
 ) -> None:
     """The concept graph of the generation being built, from its catalog and sentence vectors (see store/graph.py)."""
@@ -393,8 +426,13 @@ def _write_graph(
     sentences = VectorIndex.read(folder / vector_file(FINEST))
     try:
         graph = write_generation_graph(
-            folder, base.folder if base else None, catalog, {d.source.doc_id: d.text for d in new_docs},
-            sentences.reconstruct, embedder.embed if embedder else None, dimension,
+            folder,
+            base.folder if base else None,
+            catalog,
+            {d.source.doc_id: d.text for d in new_docs},
+            sentences.reconstruct,
+            embedder.embed if embedder else None,
+            dimension,
         )
     finally:
         catalog.close()

@@ -65,8 +65,13 @@ def _prepare_row(row: dict[str, Any], tokenizer_name: str, chunking: Any) -> dic
 
     source = SourceFile(Path(row["path"]), row["doc_id"], row["suffix"])
     prepared = prepare_document(source, _tokenizer(tokenizer_name), chunking)
-    return {"order": row["order"], "path": row["path"], "doc_id": row["doc_id"], "suffix": row["suffix"],
-            "payload": pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL)}
+    return {
+        "order": row["order"],
+        "path": row["path"],
+        "doc_id": row["doc_id"],
+        "suffix": row["suffix"],
+        "payload": pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL),
+    }
 
 
 class _EmbedBatch:
@@ -141,17 +146,24 @@ class RayStages:
             f"Ray: extracting, chunking and embedding {len(changed)} documents on {actors} "
             f"{'GPU' if 'num_gpus' in reserve else 'CPU'} embedding actor{'s' if actors > 1 else ''}"
         )
-        rows = [{"order": order, "path": str(source.path), "doc_id": source.doc_id, "suffix": source.suffix}
-                for order, (source, _) in enumerate(changed)]
+        rows = [
+            {"order": order, "path": str(source.path), "doc_id": source.doc_id, "suffix": source.suffix}
+            for order, (source, _) in enumerate(changed)
+        ]
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         dataset = ray.data.from_items(rows, override_num_blocks=min(len(rows), 8 * cpus))
         dataset = dataset.map(
-            _prepare_row, fn_kwargs={"tokenizer_name": self.settings.tokenizer, "chunking": self.settings.chunking},
+            _prepare_row,
+            fn_kwargs={"tokenizer_name": self.settings.tokenizer, "chunking": self.settings.chunking},
             num_cpus=EXTRACT_CPUS,
         )
         dataset = dataset.map_batches(
-            _EmbedBatch, fn_constructor_kwargs={"settings": actor_settings}, batch_size=self.docs_per_batch,
-            batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=actors), **reserve,
+            _EmbedBatch,
+            fn_constructor_kwargs={"settings": actor_settings},
+            batch_size=self.docs_per_batch,
+            batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=actors),
+            **reserve,
         )
         results: list[PreparedDocument | None] = [None] * len(changed)
         for done, row in enumerate(dataset.iter_rows(), 1):

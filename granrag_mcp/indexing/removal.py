@@ -41,10 +41,23 @@ def remove_documents(
             generation = max(base.generation, last_generation) + 1
             try:
                 folder = writer.new_folder(generation)
-                counts = write_generation(folder, base, [], wanted, {level: [] for level in LEVELS}, {},
-                                           base.manifest.identity.dimension, progress)
-                manifest = Manifest(generation=generation, identity=base.manifest.identity, counts=counts,
-                                    next_chunk_id=base.manifest.next_chunk_id, files={})
+                counts = write_generation(
+                    folder,
+                    base,
+                    [],
+                    wanted,
+                    {level: [] for level in LEVELS},
+                    {},
+                    base.manifest.identity.dimension,
+                    progress,
+                )
+                manifest = Manifest(
+                    generation=generation,
+                    identity=base.manifest.identity,
+                    counts=counts,
+                    next_chunk_id=base.manifest.next_chunk_id,
+                    files={},
+                )
                 writer.publish(folder, manifest)
             except BaseException as exc:
                 writer.abandon(generation)  # a cancelled or failed removal leaves the previous generation

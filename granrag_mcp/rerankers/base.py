@@ -7,8 +7,6 @@ from typing import Protocol
 
 import numpy as np
 
-
-
 DEFAULT_WINDOW_TOKENS = 128
 """Largest window the embedding fallback scores at once; see EmbeddingReranker for why."""
 

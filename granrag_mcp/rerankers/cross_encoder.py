@@ -12,7 +12,6 @@ from granrag_mcp.errors import ModelLoadError
 from granrag_mcp.settings import offline_models
 
 
-
 def _local_location(model: str) -> str:
     path = Path(model).expanduser()
     return str(path) if path.exists() else model

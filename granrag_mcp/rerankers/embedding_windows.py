@@ -9,7 +9,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
-
 from granrag_mcp.rerankers.base import DEFAULT_WINDOW_TOKENS, MEAN_WINDOW_WEIGHT, window_score
 
 

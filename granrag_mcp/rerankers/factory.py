@@ -6,13 +6,13 @@ import logging
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import ModelLoadError
-from granrag_mcp.settings import DEFAULT_CROSS_ENCODER
-
-log = logging.getLogger(__name__)
 from granrag_mcp.rerankers.base import Reranker
 from granrag_mcp.rerankers.cross_encoder import CrossEncoderReranker, stored_locally
 from granrag_mcp.rerankers.embedding_windows import EmbeddingReranker
 from granrag_mcp.rerankers.sentence_vectors import SentenceWindowReranker
+from granrag_mcp.settings import DEFAULT_CROSS_ENCODER
+
+log = logging.getLogger(__name__)
 
 
 def load_reranker(spec: str, embedder: Embedder, cross_encoder_model: str = DEFAULT_CROSS_ENCODER) -> Reranker:

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
-
 from granrag_mcp.rerankers.base import MEAN_WINDOW_WEIGHT, SENTENCE_WINDOW_TOKENS, sentence_windows, window_score
 from granrag_mcp.rerankers.embedding_windows import EmbeddingReranker
 
@@ -39,7 +38,9 @@ class SentenceWindowReranker:
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         return self._texts.score(query, passages)
 
-    def score_sentences(self, query_vector: np.ndarray, passages: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[float]:
+    def score_sentences(
+        self, query_vector: np.ndarray, passages: Sequence[tuple[np.ndarray, np.ndarray]]
+    ) -> list[float]:
         """One score per passage given as (its sentence vectors in document order, their token counts)."""
         scores = []
         for vectors, token_counts in passages:

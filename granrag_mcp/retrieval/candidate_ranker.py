@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import Stemmer
 
-from granrag_mcp.records import Chunk
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST
+from granrag_mcp.records import Chunk
 from granrag_mcp.store.lexical import analyse
 
 RANKER_FORMAT = "granrag-candidate-ranker"
@@ -44,11 +44,24 @@ WINDOWS = (1, 2, 3)
 """Runs of consecutive sentences the coverage features look at."""
 BM25_K1, BM25_B = 1.2, 0.75
 
-LIST_FEATURES = ("hrr_position", "hrr_score", "rr_rerank", "rr_sentence_dense", "rr_sentence_lexical",
-                 "rr_mid_lexical")
+LIST_FEATURES = ("hrr_position", "hrr_score", "rr_rerank", "rr_sentence_dense", "rr_sentence_lexical", "rr_mid_lexical")
 """What HRR's lists said of a candidate: its position, fused score, and reciprocal rank in each fused list."""
-INSIDE_FEATURES = ("rerank_score", "rerank_gap", "dense_best", "dense_top3", "dense_gap", "cover_1", "cover_2",
-                   "cover_3", "cover_all", "cover_gap", "bm25_best", "bm25_gap", "bigram_best", "sentences")
+INSIDE_FEATURES = (
+    "rerank_score",
+    "rerank_gap",
+    "dense_best",
+    "dense_top3",
+    "dense_gap",
+    "cover_1",
+    "cover_2",
+    "cover_3",
+    "cover_all",
+    "cover_gap",
+    "bm25_best",
+    "bm25_gap",
+    "bigram_best",
+    "sentences",
+)
 """What a candidate holds: the reranker's score, its sentences' cosines, coverage, BM25 and word pairs. A `_gap`
 feature is the candidate's value minus the best value among the candidates of the same query."""
 ALL_FEATURES = LIST_FEATURES + INSIDE_FEATURES
@@ -108,8 +121,13 @@ class LinearModel:
         return ((x - self.mean) / self.scale) @ self.coef + self.intercept
 
     def to_json(self) -> dict[str, Any]:
-        return {"features": list(self.features), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
-                "coef": self.coef.tolist(), "intercept": float(self.intercept)}
+        return {
+            "features": list(self.features),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "coef": self.coef.tolist(),
+            "intercept": float(self.intercept),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LinearModel:
@@ -117,8 +135,9 @@ class LinearModel:
         unknown = [f for f in features if f not in ALL_FEATURES]
         arrays = [np.asarray(data[key], dtype=np.float64) for key in ("mean", "scale", "coef")]
         if unknown or any(a.shape != (len(features),) for a in arrays) or np.any(arrays[1] <= 0):
-            raise ValueError(f"a model needs known features {unknown or ''} and one positive scale, mean and "
-                             "coefficient for each")
+            raise ValueError(
+                f"a model needs known features {unknown or ''} and one positive scale, mean and coefficient for each"
+            )
         return cls(features, *arrays, float(data["intercept"]))
 
 
@@ -131,17 +150,27 @@ class CandidateRanker:
     cross_validation: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": RANKER_FORMAT, "format_version": RANKER_FORMAT_VERSION, "name": self.name,
-                "fitted_on": self.fitted_on, "cross_validation": dict(self.cross_validation),
-                "models": {"hrr": self.hrr.to_json(), "chunks": self.chunks.to_json()}}
+        return {
+            "format": RANKER_FORMAT,
+            "format_version": RANKER_FORMAT_VERSION,
+            "name": self.name,
+            "fitted_on": self.fitted_on,
+            "cross_validation": dict(self.cross_validation),
+            "models": {"hrr": self.hrr.to_json(), "chunks": self.chunks.to_json()},
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CandidateRanker:
         if data.get("format") != RANKER_FORMAT or data.get("format_version") != RANKER_FORMAT_VERSION:
             raise ValueError(f"not a {RANKER_FORMAT} file of version {RANKER_FORMAT_VERSION}")
         models = data["models"]
-        return cls(str(data["name"]), LinearModel.from_json(models["hrr"]), LinearModel.from_json(models["chunks"]),
-                   str(data.get("fitted_on", "")), dict(data.get("cross_validation", {})))
+        return cls(
+            str(data["name"]),
+            LinearModel.from_json(models["hrr"]),
+            LinearModel.from_json(models["chunks"]),
+            str(data.get("fitted_on", "")),
+            dict(data.get("cross_validation", {})),
+        )
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
@@ -152,8 +181,10 @@ def read_ranker(path: Path) -> CandidateRanker:
     try:
         return CandidateRanker.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InvalidInputError(f"cannot use the candidate ranker {path} ({type(exc).__name__}: {exc}); fit a new "
-                                "one with `granrag-mcp eval --fit-ranker`, or use the shipped one") from None
+        raise InvalidInputError(
+            f"cannot use the candidate ranker {path} ({type(exc).__name__}: {exc}); fit a new "
+            "one with `granrag-mcp eval --fit-ranker`, or use the shipped one"
+        ) from None
 
 
 @lru_cache(maxsize=1)
@@ -210,8 +241,11 @@ def candidate_sentences(view: Any, chunks: Sequence[Chunk]) -> Sentences:
     every = list(dict.fromkeys(i for ids in members for i in ids))
     found = view.catalog.chunks(every)
     dimension = view.embedder.dimension
-    stored = (view.snapshot.vectors[FINEST].reconstruct(np.array(every, dtype=np.int64)) if every
-              else np.zeros((0, dimension), np.float32))
+    stored = (
+        view.snapshot.vectors[FINEST].reconstruct(np.array(every, dtype=np.int64))
+        if every
+        else np.zeros((0, dimension), np.float32)
+    )
     row = {chunk_id: n for n, chunk_id in enumerate(every)}
     texts, rows, counts, bounds, sentence_ids = [], [], [], [], []
     for ids in members:
@@ -280,8 +314,12 @@ def inside_features(
         ordered = np.sort(cosines[begin:end])[::-1]
         out["dense_best"][c] = float(ordered[0])
         out["dense_top3"][c] = float(ordered[:3].mean())
-    for name, of in (("rerank_gap", "rerank_score"), ("dense_gap", "dense_best"), ("cover_gap", "cover_3"),
-                     ("bm25_gap", "bm25_best")):
+    for name, of in (
+        ("rerank_gap", "rerank_score"),
+        ("dense_gap", "dense_best"),
+        ("cover_gap", "cover_3"),
+        ("bm25_gap", "bm25_best"),
+    ):
         out[name] = out[of] - (out[of].max() if n else 0.0)
     return out
 
@@ -309,8 +347,14 @@ def order_by(scores: np.ndarray) -> list[int]:
 # --- ranking --------------------------------------------------------------------------------------------------
 
 
-def reranker_scores(view: Any, query: str, vector: np.ndarray, chunks: Sequence[Chunk], sentences: Sentences,
-                    known: Mapping[int, float] | None = None) -> list[float]:
+def reranker_scores(
+    view: Any,
+    query: str,
+    vector: np.ndarray,
+    chunks: Sequence[Chunk],
+    sentences: Sentences,
+    known: Mapping[int, float] | None = None,
+) -> list[float]:
     """The view's reranker score of each chunk: from `known` (chunk id -> score) where given, else computed (from
     the sentence vectors already read when the reranker reads those, else from the texts)."""
     known = known or {}
@@ -336,8 +380,14 @@ def hrr_table(view: Any, query: str, vector: np.ndarray, candidates: Sequence[An
     return {**list_features(candidates), **inside_features(query_terms(view, query), vector, sentences, scores)}
 
 
-def rank_hrr_candidates(view: Any, query: str, vector: np.ndarray, candidates: Sequence[Any],
-                        ranker: CandidateRanker, head: int = RANKED_HEAD) -> list[Any]:
+def rank_hrr_candidates(
+    view: Any,
+    query: str,
+    vector: np.ndarray,
+    candidates: Sequence[Any],
+    ranker: CandidateRanker,
+    head: int = RANKED_HEAD,
+) -> list[Any]:
     """HRR's candidates with the first `head` reordered by the ranker's `hrr` model (scores: its probabilities);
     the rest follow in HRR's order."""
     from granrag_mcp.retrieval.view import ScoredChunk
@@ -347,8 +397,10 @@ def rank_hrr_candidates(view: Any, query: str, vector: np.ndarray, candidates: S
         return list(candidates)
     scores = ranker.hrr.score(hrr_table(view, query, vector, ranked))
     probabilities = 1.0 / (1.0 + np.exp(-scores))
-    out = [ScoredChunk(ranked[i].chunk, float(probabilities[i]), ranked[i].sources, ranked[i].evidence)
-           for i in order_by(scores)]
+    out = [
+        ScoredChunk(ranked[i].chunk, float(probabilities[i]), ranked[i].sources, ranked[i].evidence)
+        for i in order_by(scores)
+    ]
     floor = min(h.score or 0.0 for h in out)
     for hit in candidates[head:]:  # below every ranked one, in HRR's order
         out.append(ScoredChunk(hit.chunk, floor * 0.5, hit.sources, hit.evidence))
@@ -364,8 +416,9 @@ def rank_chunks(view: Any, query: str, chunks: Sequence[Chunk], ranker: Candidat
         return []
     vector = view.query_vector(query)
     sentences = candidate_sentences(view, chunks)
-    table = inside_features(query_terms(view, query), vector, sentences,
-                            reranker_scores(view, query, vector, chunks, sentences))
+    table = inside_features(
+        query_terms(view, query), vector, sentences, reranker_scores(view, query, vector, chunks, sentences)
+    )
     scores = ranker.chunks.score(table)
     probabilities = 1.0 / (1.0 + np.exp(-scores))
     return [ScoredChunk(chunks[i], float(probabilities[i])) for i in order_by(scores)]

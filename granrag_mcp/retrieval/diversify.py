@@ -91,7 +91,12 @@ def kmeans_labels(vectors: np.ndarray, n_clusters: int) -> np.ndarray:
     if n_clusters <= 1:
         return np.zeros(len(vectors), dtype=np.int64)
     kmeans = faiss.Kmeans(
-        vectors.shape[1], n_clusters, niter=KMEANS_ITERATIONS, seed=KMEANS_SEED, spherical=True, verbose=False,
+        vectors.shape[1],
+        n_clusters,
+        niter=KMEANS_ITERATIONS,
+        seed=KMEANS_SEED,
+        spherical=True,
+        verbose=False,
         min_points_per_centroid=1,
     )
     kmeans.train(np.ascontiguousarray(vectors, dtype=np.float32))

@@ -41,7 +41,9 @@ class DocFilter:
         known = catalog.known_documents(self.doc_ids)
         unknown = [doc_id for doc_id in self.doc_ids if doc_id not in known]
         if unknown:
-            shown = ", ".join(repr(d) for d in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            shown = ", ".join(repr(d) for d in unknown[:5]) + (
+                f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            )
             raise InvalidInputError(
                 f"unknown doc_id(s) {shown}: not in the index; list_documents shows the doc_ids it holds"
             )

@@ -105,7 +105,6 @@ def _queries(graph: ConceptGraph) -> GraphQueries:
     return GraphQueries(graph)
 
 
-
 def graph_of(view: View) -> tuple[ConceptGraph, GraphQueries]:
     graph = view.snapshot.graph
     if graph is None or len(graph) == 0:
@@ -260,8 +259,9 @@ def strongest_paths(view: View, source: str, target: str, max_hops: int, k: int,
 # --- global search -------------------------------------------------------------------------------------------------
 
 
-def query_concepts(view: View, graph: ConceptGraph, queries: GraphQueries, query: str, vector: np.ndarray
-                   ) -> dict[int, float]:
+def query_concepts(
+    view: View, graph: ConceptGraph, queries: GraphQueries, query: str, vector: np.ndarray
+) -> dict[int, float]:
     """Concepts named in the query (weight 1) and those whose name means nearly the same (their cosine)."""
     seeds = {concept: 1.0 for concept in queries.matcher.find(query)}
     similarity = graph.vectors @ vector
@@ -296,7 +296,9 @@ def communities(view: View, query: str, k: int, doc_id: str | None) -> list[Comm
             )
         scores = np.where(allowed, scores, -np.inf)
     order = np.argsort(-scores)[:k]
-    return [Community(int(c), float(scores[c]), graph.members(int(c)).tolist()) for c in order if np.isfinite(scores[c])]
+    return [
+        Community(int(c), float(scores[c]), graph.members(int(c)).tolist()) for c in order if np.isfinite(scores[c])
+    ]
 
 
 def personalized_pagerank(queries: GraphQueries, seeds: dict[int, float]) -> np.ndarray:

@@ -46,10 +46,14 @@ def hrr_candidates(
     reranker = require_reranker(view)
     weights = check_weights(weights, HRR_LISTS)
     vector = view.query_vector(query)
-    sentences = {SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
-                 SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k)}
-    evidence = {**view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
-                CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k)}
+    sentences = {
+        SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
+        SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k),
+    }
+    evidence = {
+        **view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
+        CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k),
+    }
     first = reciprocal_rank_fusion({**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}, k=rrf_k)
     candidates = [item.key for item in first[:rerank_n]]
     chunks = view.catalog.chunks(candidates)

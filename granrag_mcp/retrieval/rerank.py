@@ -48,6 +48,7 @@ def rerank(view: View, query: str, public_ids: Sequence[str], top_n: int, method
         hits = rank_chunks(view, query, chunks, view.candidate_ranker)[:top_n]
         return RerankResult(f"{view.candidate_ranker.name}+{reranker.name}", hits)
     if method == "candidate-ranker":
-        raise InvalidInputError("this server runs without a candidate ranker (candidate_ranker=off): use "
-                                "method='reranker'")
+        raise InvalidInputError(
+            "this server runs without a candidate ranker (candidate_ranker=off): use method='reranker'"
+        )
     return RerankResult(reranker.name, rerank_chunks(view, query, chunks)[:top_n])

@@ -54,7 +54,11 @@ class View:
     """The primitives of retrieval, bound to one snapshot."""
 
     def __init__(
-        self, snapshot: Snapshot, embedder: Embedder, reranker: Reranker | None = None, *,
+        self,
+        snapshot: Snapshot,
+        embedder: Embedder,
+        reranker: Reranker | None = None,
+        *,
         doc_filter: DocFilter | None = None,
         candidate_ranker: CandidateRanker | None = None,
     ) -> None:
@@ -72,8 +76,9 @@ class View:
         if doc_filter is None:
             return self
         doc_filter.check(self.catalog)
-        return View(self.snapshot, self.embedder, self.reranker, doc_filter=doc_filter,
-                    candidate_ranker=self.candidate_ranker)
+        return View(
+            self.snapshot, self.embedder, self.reranker, doc_filter=doc_filter, candidate_ranker=self.candidate_ranker
+        )
 
     def allowed(self, level: Level) -> np.ndarray | None:
         """The chunk ids of `level` a search may return; None when the view is not filtered."""
@@ -94,8 +99,11 @@ class View:
                 raise InvalidInputError(f"{value!r} is a {chunk_level} chunk; this needs {level} chunk ids")
             parsed.append((value, chunk_level, chunk_id))
         found = self.catalog.chunks([chunk_id for _, _, chunk_id in parsed])
-        missing = [value for value, chunk_level, chunk_id in parsed
-                   if chunk_id not in found or found[chunk_id].level != chunk_level]
+        missing = [
+            value
+            for value, chunk_level, chunk_id in parsed
+            if chunk_id not in found or found[chunk_id].level != chunk_level
+        ]
         if missing:
             raise UnknownChunkError(
                 f"unknown chunk id(s) {', '.join(missing)}: not in the current index (generation "
@@ -222,8 +230,10 @@ class View:
         sentences = self.catalog.chunks(every)
         vectors = dict(zip(every, self.snapshot.vectors[FINEST].reconstruct(np.array(every, dtype=np.int64))))
         return [
-            (np.array([vectors[i] for i in ids], dtype=np.float32).reshape(len(ids), -1),
-             np.array([sentences[i].token_count for i in ids], dtype=np.float32))
+            (
+                np.array([vectors[i] for i in ids], dtype=np.float32).reshape(len(ids), -1),
+                np.array([sentences[i].token_count for i in ids], dtype=np.float32),
+            )
             for ids in members
         ]
 

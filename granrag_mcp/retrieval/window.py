@@ -23,8 +23,9 @@ class Window:
 
 def expand_window(view: View, public_id: str, before: int = 2, after: int = 2) -> Window:
     center = view.resolve([public_id])[0]
-    nearby = view.catalog.chunks_by_seq(center.doc_id, center.level, center.seq - before - NEIGHBOUR_MARGIN,
-                                        center.seq + after + NEIGHBOUR_MARGIN)
+    nearby = view.catalog.chunks_by_seq(
+        center.doc_id, center.level, center.seq - before - NEIGHBOUR_MARGIN, center.seq + after + NEIGHBOUR_MARGIN
+    )
     ordered = document_order(nearby, center)
     position = next(i for i, c in enumerate(ordered) if c.id == center.id)
     members = ordered[max(position - before, 0) : position + after + 1]

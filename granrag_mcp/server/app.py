@@ -75,8 +75,12 @@ async def explain_uninitialized(ctx: ServerRequestContext[Any, Any], call_next: 
         gate = exc.code == INVALID_PARAMS and exc.message == "Invalid request parameters" and exc.error.data == ""
         if not gate or ctx.session.client_params is not None:
             raise
-        raise MCPError(INVALID_PARAMS, f"{ctx.method} before the session is initialized: send `initialize`, then "
-                       "`notifications/initialized`, first", data={"method": ctx.method}) from None
+        raise MCPError(
+            INVALID_PARAMS,
+            f"{ctx.method} before the session is initialized: send `initialize`, then "
+            "`notifications/initialized`, first",
+            data={"method": ctx.method},
+        ) from None
 
 
 def load_engine(settings: Settings) -> Engine:
@@ -95,8 +99,12 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
         yield holder
 
     server: MCPServer = MCPServer(
-        "granrag-mcp", title="granrag-mcp", version=__version__, instructions=INSTRUCTIONS,
-        lifespan=lifespan, log_level=settings.log_level,
+        "granrag-mcp",
+        title="granrag-mcp",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level=settings.log_level,
     )
     server.middleware.append(explain_uninitialized)
     for group in TOOL_GROUPS:
@@ -114,8 +122,12 @@ def run_server(settings: Settings) -> None:
     # busy: on 2 cores shared with one other busy process, a one-query embedding took ~490 ms instead of ~8 ms.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     manifest = check_store(settings)
-    log.info("index at %s: generation %s, %s documents", settings.store, manifest.generation,
-             manifest.counts.get("documents", 0))
+    log.info(
+        "index at %s: generation %s, %s documents",
+        settings.store,
+        manifest.generation,
+        manifest.counts.get("documents", 0),
+    )
     server = build_server(settings)
     if settings.transport == "stdio":
         anyio.run(serve_stdio, server)

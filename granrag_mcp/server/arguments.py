@@ -25,7 +25,8 @@ Lexical = Annotated[bool, Field(description="Also match the words exactly (BM25)
 MaxTokens = Annotated[
     int,
     Field(
-        ge=50, le=100_000,
+        ge=50,
+        le=100_000,
         description="Budget for the returned text in tokens (cl100k): whole results first, then one result cut "
         "short and marked truncated; `omitted` counts the results left out.",
     ),
@@ -37,19 +38,23 @@ Weights = Annotated[
 ]
 DocIds = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=1000)]] | None,
-    Field(min_length=1, max_length=1000,
-          description="Only search these documents (doc_ids from list_documents or hits)."),
+    Field(
+        min_length=1, max_length=1000, description="Only search these documents (doc_ids from list_documents or hits)."
+    ),
 ]
 DocPrefix = Annotated[
     str | None,
-    Field(max_length=1000, description="Only search documents whose doc_id starts with this, such as a folder "
-          "'notes/'."),
+    Field(
+        max_length=1000, description="Only search documents whose doc_id starts with this, such as a folder 'notes/'."
+    ),
 ]
 DiversifyMethod = Annotated[
     Literal["none", "mmr", "kmeans"],
-    Field(description="none: the ranking as it is; mmr: maximal marginal relevance (see mmr_lambda); kmeans: the "
-          "candidates in at most 5 clusters, one hit per cluster listing the others' ids in `cluster`. Use it when "
-          "hits repeat each other."),
+    Field(
+        description="none: the ranking as it is; mmr: maximal marginal relevance (see mmr_lambda); kmeans: the "
+        "candidates in at most 5 clusters, one hit per cluster listing the others' ids in `cluster`. Use it when "
+        "hits repeat each other."
+    ),
 ]
 MmrLambda = Annotated[
     float, Field(ge=0.0, le=1.0, description="diversify='mmr' only: 1 ranks by relevance only, 0 by novelty only.")

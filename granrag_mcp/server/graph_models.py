@@ -91,8 +91,11 @@ class GraphSearchResult(Budgeted):
         if self.mode == "passages":
             from granrag_mcp.server.models import SearchResult, render_hits
 
-            return render_hits(SearchResult(generation=self.generation, tokens_used=self.tokens_used,
-                                            omitted=self.omitted, hits=self.hits))
+            return render_hits(
+                SearchResult(
+                    generation=self.generation, tokens_used=self.tokens_used, omitted=self.omitted, hits=self.hits
+                )
+            )
         head = f"{len(self.communities)} communities | {_budget(self)}"
         lines = [
             f"community {c.community} (level {c.level}, score {c.score:.3f}): concepts {', '.join(c.concepts)} | "
@@ -108,8 +111,10 @@ def _budget(result: Budgeted) -> str:
 
 
 def _edge_line(edge: GraphEdge) -> str:
-    return (f"{json.dumps(edge.source, ensure_ascii=False)} -- {json.dumps(edge.target, ensure_ascii=False)} "
-            f"(weight {edge.weight:.3f}, {edge.count} sentences; evidence {', '.join(edge.evidence) or 'none'})")
+    return (
+        f"{json.dumps(edge.source, ensure_ascii=False)} -- {json.dumps(edge.target, ensure_ascii=False)} "
+        f"(weight {edge.weight:.3f}, {edge.count} sentences; evidence {', '.join(edge.evidence) or 'none'})"
+    )
 
 
 def _with_sentences(head: str, lines: list[str], sentences: list[Sentence]) -> str:
@@ -125,17 +130,20 @@ def _with_sentences(head: str, lines: list[str], sentences: list[Sentence]) -> s
 
 
 def _neighbourhood_text(result: Neighbourhood) -> str:
-    head = f"neighbourhood of {json.dumps(result.concept.name, ensure_ascii=False)}: {len(result.neighbours)} " \
-           f"neighbours | {_budget(result)}"
+    head = (
+        f"neighbourhood of {json.dumps(result.concept.name, ensure_ascii=False)}: {len(result.neighbours)} "
+        f"neighbours | {_budget(result)}"
+    )
     return _with_sentences(head, [_edge_line(e) for e in result.edges], result.sentences)
 
 
 def _paths_text(result: PathsResult) -> str:
-    head = f"{len(result.paths)} path(s) from {json.dumps(result.source, ensure_ascii=False)} to " \
-           f"{json.dumps(result.target, ensure_ascii=False)} | {_budget(result)}"
+    head = (
+        f"{len(result.paths)} path(s) from {json.dumps(result.source, ensure_ascii=False)} to "
+        f"{json.dumps(result.target, ensure_ascii=False)} | {_budget(result)}"
+    )
     lines = []
     for number, path in enumerate(result.paths, 1):
         lines.append(f"path {number} (cost {path.cost:.3f}): " + " -> ".join(path.concepts))
         lines += ["  " + _edge_line(hop) for hop in path.hops]
     return _with_sentences(head, lines, result.sentences)
-

@@ -91,8 +91,9 @@ def transport_security(host: str, port: int) -> TransportSecuritySettings:
 
 def _bind(host: str, port: int, backlog: int) -> socket.socket:
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
@@ -111,8 +112,11 @@ def run_http(server: MCPServer, settings: Settings) -> None:
     sock = _bind(settings.host, settings.port, guard.backlog)
     port = sock.getsockname()[1]
     app: Any = server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=transport_security(settings.host, port), host=settings.host,
-        max_request_body_size=MAX_REQUEST_BYTES, max_sessions=settings.http_max_sessions,
+        streamable_http_path="/mcp",
+        transport_security=transport_security(settings.host, port),
+        host=settings.host,
+        max_request_body_size=MAX_REQUEST_BYTES,
+        max_sessions=settings.http_max_sessions,
         session_idle_timeout=settings.http_session_idle_timeout,
     )
     if settings.auth_token is not None:
@@ -135,6 +139,14 @@ def run_http(server: MCPServer, settings: Settings) -> None:
                 sys.stderr.flush()
 
     # No WebSocket protocol: an upgrade would swap the connection's protocol and leave the guard.
-    config = uvicorn.Config(app, http=guard.protocol(AutoHTTPProtocol), ws="none", backlog=guard.backlog,
-                            log_config=None, access_log=False, lifespan="on", log_level=settings.log_level.lower())
+    config = uvicorn.Config(
+        app,
+        http=guard.protocol(AutoHTTPProtocol),
+        ws="none",
+        backlog=guard.backlog,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        log_level=settings.log_level.lower(),
+    )
     Server(config).run(sockets=[sock])

@@ -7,8 +7,8 @@ only once a request head has been parsed, so it does not bound connections eithe
 that wraps uvicorn's own HTTP protocol (passed as ``uvicorn.Config(http=...)``). At the limit it closes the oldest
 connection that has no request being served to make room, and answers 503 at once only when every admitted
 connection is serving one. It closes a connection that has not delivered a complete request (head and body) within
-the deadline, counted from connecting or from the end of its previous request. An ASGI middleware of the same guard tells it when a request of a
-connection reaches the application and when the application is done with it; the two meet on the peer address,
+the deadline, counted from connecting or from the end of its previous request. An ASGI middleware of the same
+guard tells it when a request of a connection reaches the application and when the application is done with it; the two meet on the peer address,
 which is unique among the open connections of one listening socket.
 """
 
@@ -61,11 +61,13 @@ def has_body(scope: Scope) -> bool:
 
 
 def refusal(open_connections: int) -> bytes:
-    body = json.dumps({
-        "error": "too_many_connections",
-        "error_description": f"the server already has {open_connections} connections open "
-                             "(GRANRAG_HTTP_MAX_CONNECTIONS): retry shortly, or close idle connections",
-    }).encode()
+    body = json.dumps(
+        {
+            "error": "too_many_connections",
+            "error_description": f"the server already has {open_connections} connections open "
+            "(GRANRAG_HTTP_MAX_CONNECTIONS): retry shortly, or close idle connections",
+        }
+    ).encode()
     head = (
         "HTTP/1.1 503 Service Unavailable\r\n"
         "Content-Type: application/json\r\n"
@@ -210,8 +212,11 @@ class GuardedConnection(asyncio.Protocol):
     def refuse(self) -> None:
         assert self.transport is not None
         open_connections = self.guard.admitted
-        log.warning("refused a connection from %s: %d connections are open (GRANRAG_HTTP_MAX_CONNECTIONS)",
-                    self.peer[0] if self.peer else "?", open_connections)
+        log.warning(
+            "refused a connection from %s: %d connections are open (GRANRAG_HTTP_MAX_CONNECTIONS)",
+            self.peer[0] if self.peer else "?",
+            open_connections,
+        )
         self.transport.write(refusal(open_connections))
         if self.guard.lingering >= self.guard.max_connections or not self.transport.can_write_eof():
             self.transport.close()
@@ -235,8 +240,10 @@ class GuardedConnection(asyncio.Protocol):
             self.arm()
 
     def evict(self) -> None:
-        log.info("closed an idle connection from %s to make room for a new one (GRANRAG_HTTP_MAX_CONNECTIONS)",
-                 self.peer[0] if self.peer else "?")
+        log.info(
+            "closed an idle connection from %s to make room for a new one (GRANRAG_HTTP_MAX_CONNECTIONS)",
+            self.peer[0] if self.peer else "?",
+        )
         self.close()
 
     def close(self) -> None:
@@ -261,8 +268,11 @@ class GuardedConnection(asyncio.Protocol):
         self.timer = None
         if self.transport is None or self.transport.is_closing():
             return
-        log.info("closed a connection from %s that sent no complete request within %g s (GRANRAG_HTTP_HEADER_TIMEOUT)",
-                 self.peer[0] if self.peer else "?", self.guard.header_timeout)
+        log.info(
+            "closed a connection from %s that sent no complete request within %g s (GRANRAG_HTTP_HEADER_TIMEOUT)",
+            self.peer[0] if self.peer else "?",
+            self.guard.header_timeout,
+        )
         self.close()
 
 
@@ -316,8 +326,11 @@ def quiet_resource_errors(loop: asyncio.AbstractEventLoop, context: dict[str, An
     to the default handler."""
     exc = context.get("exception")
     if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS and context.get("socket") is not None:
-        log.error("cannot accept a connection: %s; lower GRANRAG_HTTP_MAX_CONNECTIONS or raise the open-file "
-                  "limit (ulimit -n)", exc.strerror or exc)
+        log.error(
+            "cannot accept a connection: %s; lower GRANRAG_HTTP_MAX_CONNECTIONS or raise the open-file "
+            "limit (ulimit -n)",
+            exc.strerror or exc,
+        )
         return
     loop.default_exception_handler(context)
 
@@ -340,5 +353,10 @@ def ensure_file_limit(guard: ConnectionGuard) -> None:
         except (ValueError, OSError):
             pass
     if soft < needed:
-        log.warning("the open-file limit (%d) is below the %d descriptors that GRANRAG_HTTP_MAX_CONNECTIONS=%d may "
-                    "need: lower the setting or raise the limit (ulimit -n)", soft, needed, guard.max_connections)
+        log.warning(
+            "the open-file limit (%d) is below the %d descriptors that GRANRAG_HTTP_MAX_CONNECTIONS=%d may "
+            "need: lower the setting or raise the limit (ulimit -n)",
+            soft,
+            needed,
+            guard.max_connections,
+        )

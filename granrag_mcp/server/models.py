@@ -63,12 +63,14 @@ class Hit(_Model):
         None, description="For hrr_search: ids of the mid chunks that led to this broad hit, best first."
     )
     cluster: list[str] | None = Field(
-        None, description="With diversify='kmeans': ids of the other hits of this hit's cluster (this hit is its "
-        "best-ranked member); open them with get_chunks. Cluster size = len(cluster) + 1."
+        None,
+        description="With diversify='kmeans': ids of the other hits of this hit's cluster (this hit is its "
+        "best-ranked member); open them with get_chunks. Cluster size = len(cluster) + 1.",
     )
     folded: list[str] | None = Field(
-        None, description="Ids of hits that lay inside this one (a sentence inside this mid chunk) and were folded "
-        "into it instead of being returned again."
+        None,
+        description="Ids of hits that lay inside this one (a sentence inside this mid chunk) and were folded "
+        "into it instead of being returned again.",
     )
 
     @classmethod
@@ -246,9 +248,11 @@ def render_hits(result: SearchResult) -> str:
     if isinstance(result, SessionSearchResult):
         # The earlier query's text stays in the structured content: everything outside the fences is the
         # server's own words, whatever the agent (or a document it quoted into a query) wrote.
-        head += "".join(f"\nsimilar earlier query of this session (cosine {p.similarity:.3f}, generation "
-                        f"{p.generation}) returned: {', '.join(p.chunk_ids) or 'nothing'}"
-                        for p in result.similar_previous)
+        head += "".join(
+            f"\nsimilar earlier query of this session (cosine {p.similarity:.3f}, generation "
+            f"{p.generation}) returned: {', '.join(p.chunk_ids) or 'nothing'}"
+            for p in result.similar_previous
+        )
         if result.seen_dropped:
             head += f"\n{result.seen_dropped} hit(s) already received in this session left out (exclude_seen)"
     if not result.hits:

@@ -104,8 +104,9 @@ class SessionMemory:
 class QueryMemories:
     """The memory of every live session, keyed by its connection's identity."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY, max_sessions: int = MAX_SESSIONS,
-                 one_client: bool = False) -> None:
+    def __init__(
+        self, capacity: int = DEFAULT_CAPACITY, max_sessions: int = MAX_SESSIONS, one_client: bool = False
+    ) -> None:
         self.capacity = capacity
         self.one_client = one_client  # stdio: every request comes from the one client of this process
         self.max_sessions = max_sessions

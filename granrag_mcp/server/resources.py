@@ -44,7 +44,10 @@ def pages_of(n_chars: int) -> int:
 
 def register(server: MCPServer) -> None:
     @server.resource(
-        DOCUMENT_TEMPLATE, name="document", title="Indexed document", mime_type="text/plain",
+        DOCUMENT_TEMPLATE,
+        name="document",
+        title="Indexed document",
+        mime_type="text/plain",
         description=f"The extracted text of an indexed document, {PAGE_CHARS} characters a page: page=1 (the "
         "default) is the beginning; resources/list gives each document's size and pages.",
     )
@@ -52,17 +55,22 @@ def register(server: MCPServer) -> None:
         view, _ = _view(ctx)
         info = next((d for d in view.catalog.documents(doc_id, 1, 0) if d.doc_id == doc_id), None)
         if info is None:
-            raise ResourceNotFoundError(f"no document {doc_id!r} in the index; resources/list or list_documents "
-                                        "show the documents it holds")
+            raise ResourceNotFoundError(
+                f"no document {doc_id!r} in the index; resources/list or list_documents show the documents it holds"
+            )
         pages = pages_of(info.n_chars)
         if not 1 <= page <= pages:
-            raise ResourceNotFoundError(f"{doc_id!r} has {pages} page(s) of {PAGE_CHARS} characters; ask for page "
-                                        f"1 to {pages}")
+            raise ResourceNotFoundError(
+                f"{doc_id!r} has {pages} page(s) of {PAGE_CHARS} characters; ask for page 1 to {pages}"
+            )
         start = (page - 1) * PAGE_CHARS
         return view.catalog.document_slice(doc_id, start, start + PAGE_CHARS) or ""
 
     @server.resource(
-        CHUNK_TEMPLATE, name="chunk", title="Indexed chunk", mime_type="text/plain",
+        CHUNK_TEMPLATE,
+        name="chunk",
+        title="Indexed chunk",
+        mime_type="text/plain",
         description="The text of one chunk, by the chunk_id of a search result (such as 'mid:42').",
     )
     def read_chunk(chunk_id: str, ctx: Context[Any, Any]) -> str:
@@ -89,7 +97,11 @@ def _resources(holder: EngineHolder, offset: int) -> tuple[list[Resource], int]:
     documents, total = view.list_documents(None, LIST_PAGE, offset)
     return [
         Resource(
-            uri=document_uri(d.doc_id), name=d.doc_id, title=d.doc_id, mime_type="text/plain", size=d.n_chars,
+            uri=document_uri(d.doc_id),
+            name=d.doc_id,
+            title=d.doc_id,
+            mime_type="text/plain",
+            size=d.n_chars,
             description=f"{d.source}: {d.n_chars} characters, {d.n_tokens} tokens, {pages_of(d.n_chars)} page(s)",
         )
         for d in documents
@@ -119,8 +131,10 @@ async def list_documents_as_resources(ctx: ServerRequestContext[Any, Any], call_
     except Exception as exc:  # the tools report a store that cannot be read; the listing keeps the static part
         log.warning("documents not listed as resources: %s", exc)
         return result
-    result["resources"] = [*result.get("resources", []),
-                           *(r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in resources)]
+    result["resources"] = [
+        *result.get("resources", []),
+        *(r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in resources),
+    ]
     if offset + len(resources) < total:
         result["nextCursor"] = str(offset + len(resources))
     return result

@@ -49,8 +49,9 @@ def presented(fn: F) -> F:
         text = render(result) if isinstance(result, BaseModel) else None
         if text is None:
             return result
-        return CallToolResult(content=[TextContent(type="text", text=text)],
-                              structured_content=result.model_dump(mode="json"))
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=result.model_dump(mode="json")
+        )
 
     return wrapper  # type: ignore[return-value]
 

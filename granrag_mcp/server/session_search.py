@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from granrag_mcp.server.models import PreviousQuery, SessionSearchResult
-from granrag_mcp.server.packing import TokenCounter
 from granrag_mcp.retrieval.diversify import candidate_depth, diversify
 from granrag_mcp.retrieval.view import ScoredChunk, View
+from granrag_mcp.server.models import PreviousQuery, SessionSearchResult
+from granrag_mcp.server.packing import TokenCounter
 from granrag_mcp.server.results import hits_result
 from granrag_mcp.server.state import holder_of
 
@@ -39,12 +39,20 @@ def session_search(
     if memory is not None:
         vector = view.query_vector(query)  # computed by the technique already: the view keeps it
         similar = [
-            PreviousQuery(query=s.previous.query, similarity=round(s.similarity, 4), chunk_ids=list(s.previous.chunk_ids),
-                          generation=s.previous.generation)
+            PreviousQuery(
+                query=s.previous.query,
+                similarity=round(s.similarity, 4),
+                chunk_ids=list(s.previous.chunk_ids),
+                generation=s.previous.generation,
+            )
             for s in memory.similar(vector, holder.settings.similar_query_threshold)
         ]
         memory.record(query, vector, [h.chunk_id for h in result.hits], view.snapshot.generation)
     return SessionSearchResult(
-        generation=result.generation, tokens_used=result.tokens_used, omitted=result.omitted, hits=result.hits,
-        similar_previous=similar, seen_dropped=dropped,
+        generation=result.generation,
+        tokens_used=result.tokens_used,
+        omitted=result.omitted,
+        hits=result.hits,
+        similar_previous=similar,
+        seen_dropped=dropped,
     )

@@ -90,12 +90,14 @@ def screen(line: bytes) -> tuple[bytes | None, bytes | None]:
     except (ValueError, RecursionError):
         request_id = readable_id(line)
         log.warning("answered a line that is not JSON (id %r) with a parse error: %.200r", request_id, text)
-        return None, error_line(request_id, PARSE_ERROR, "parse error: the line is not complete JSON; send one "
-                                "JSON-RPC message per line")
+        return None, error_line(
+            request_id, PARSE_ERROR, "parse error: the line is not complete JSON; send one JSON-RPC message per line"
+        )
     if isinstance(value, list):
         log.warning("answered a JSON-RPC batch with an error: batches are not supported")
-        return None, error_line(None, INVALID_REQUEST, "invalid request: JSON-RPC batches are not supported; "
-                                "send one message per line")
+        return None, error_line(
+            None, INVALID_REQUEST, "invalid request: JSON-RPC batches are not supported; send one message per line"
+        )
     repaired = scrub(value)
     try:
         if isinstance(repaired, dict) and "id" in repaired and _valid_id(repaired["id"]) is None:
@@ -104,12 +106,19 @@ def screen(line: bytes) -> tuple[bytes | None, bytes | None]:
         jsonrpc_message_adapter.validate_python(repaired, by_name=False)
     except (ValidationError, ValueError) as exc:
         request_id = _valid_id(repaired.get("id")) if isinstance(repaired, dict) else None
-        problems = ("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
-                    if isinstance(exc, ValidationError) else str(exc))
+        problems = (
+            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+            if isinstance(exc, ValidationError)
+            else str(exc)
+        )
         log.warning("answered an invalid JSON-RPC message (id %r) with an error: %.300s", request_id, problems)
-        return None, error_line(request_id, INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 message "
-                                "(a request needs jsonrpc \"2.0\", a string method, an id that is a string or an "
-                                "integer, and params that are an object)")
+        return None, error_line(
+            request_id,
+            INVALID_REQUEST,
+            "invalid request: not a JSON-RPC 2.0 message "
+            '(a request needs jsonrpc "2.0", a string method, an id that is a string or an '
+            "integer, and params that are an object)",
+        )
     if repaired is value or repaired == value:
         return line if line.endswith(b"\n") else line + b"\n", None
     return json.dumps(repaired, ensure_ascii=False).encode() + b"\n", None
@@ -226,8 +235,14 @@ class StdioRelay:
             rest = self._client_in.readline(1 << 20)
         request_id = readable_id(start)
         log.warning("answered a message of more than %d bytes (id %r) with an error", self.max_line_bytes, request_id)
-        self._send(error_line(request_id, INVALID_REQUEST, f"invalid request: a message may be at most "
-                              f"{self.max_line_bytes // (1024 * 1024)} MiB; send smaller arguments"))
+        self._send(
+            error_line(
+                request_id,
+                INVALID_REQUEST,
+                f"invalid request: a message may be at most "
+                f"{self.max_line_bytes // (1024 * 1024)} MiB; send smaller arguments",
+            )
+        )
 
     def _pump_out(self) -> None:
         for line in iter(self._drain.readline, b""):

@@ -15,10 +15,13 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_worl
 
 def read_only_tool(server: MCPServer, title: str) -> Callable[[F], F]:
     def add(fn: F) -> F:
-        server.add_tool(presented(tool_errors(fn)), title=title, description=description(fn), annotations=READ_ONLY,
-                        structured_output=True)
+        server.add_tool(
+            presented(tool_errors(fn)),
+            title=title,
+            description=description(fn),
+            annotations=READ_ONLY,
+            structured_output=True,
+        )
         return fn
 
     return add
-
-

@@ -45,9 +45,16 @@ def register(server: MCPServer, budget: int) -> None:
         end = window.start + len(piece.text)
         members = [m for m in window.members if m.start < end or m.id == window.center.id]
         return WindowResult(
-            generation=view.snapshot.generation, tokens_used=piece.tokens, omitted=len(window.members) - len(members),
-            chunk_id=window.center.public_id, doc_id=window.doc_id, start=window.start, end=end, text=piece.text,
-            truncated=piece.truncated, members=[Hit.of(m, text="") for m in members],
+            generation=view.snapshot.generation,
+            tokens_used=piece.tokens,
+            omitted=len(window.members) - len(members),
+            chunk_id=window.center.public_id,
+            doc_id=window.doc_id,
+            start=window.start,
+            end=end,
+            text=piece.text,
+            truncated=piece.truncated,
+            members=[Hit.of(m, text="") for m in members],
         )
 
     @read_only_tool(server, "Enclosing chunks")
@@ -56,8 +63,12 @@ def register(server: MCPServer, budget: int) -> None:
         ctx: Context[Any, Any],
         merge_threshold: Annotated[
             float | None,
-            Field(ge=0, le=1, description="Merge into the parent only when more than this share of its children "
-                  "is among chunk_ids; the others come back unchanged in `kept`. Null: always the parent."),
+            Field(
+                ge=0,
+                le=1,
+                description="Merge into the parent only when more than this share of its children "
+                "is among chunk_ids; the others come back unchanged in `kept`. Null: always the parent.",
+            ),
         ] = None,
         max_tokens: MaxTokens = budget,
     ) -> ParentsResult:
@@ -71,13 +82,21 @@ def register(server: MCPServer, budget: int) -> None:
         packing = pack([g.parent.text for g in result.parents] + [c.text for c in result.kept], max_tokens, tokens)
         pieces = packing.pieces
         parents = [
-            ParentGroup(parent=Hit.of(g.parent, text=p.text, truncated=p.truncated), children_hit=g.children_hit,
-                        children_total=g.children_total)
+            ParentGroup(
+                parent=Hit.of(g.parent, text=p.text, truncated=p.truncated),
+                children_hit=g.children_hit,
+                children_total=g.children_total,
+            )
             for g, p in zip(result.parents, pieces)
         ]
-        kept = [Hit.of(c, text=p.text, truncated=p.truncated) for c, p in zip(result.kept, pieces[len(parents):])]
-        return ParentsResult(generation=view.snapshot.generation, tokens_used=packing.tokens_used,
-                             omitted=packing.omitted, parents=parents, kept=kept)
+        kept = [Hit.of(c, text=p.text, truncated=p.truncated) for c, p in zip(result.kept, pieces[len(parents) :])]
+        return ParentsResult(
+            generation=view.snapshot.generation,
+            tokens_used=packing.tokens_used,
+            omitted=packing.omitted,
+            parents=parents,
+            kept=kept,
+        )
 
     @read_only_tool(server, "Fetch chunks by id")
     def get_chunks(chunk_ids: ChunkIds, ctx: Context[Any, Any], max_tokens: MaxTokens = budget) -> SearchResult:

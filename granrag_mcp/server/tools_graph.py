@@ -9,9 +9,8 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from granrag_mcp.records import format_chunk_id
 from granrag_mcp.levels import FINEST, TOP
-from granrag_mcp.server.packing import TokenCounter, pack
+from granrag_mcp.records import format_chunk_id
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.arguments import MaxTokens, Query
@@ -26,6 +25,7 @@ from granrag_mcp.server.graph_models import (
     PathsResult,
     Sentence,
 )
+from granrag_mcp.server.packing import TokenCounter, pack
 from granrag_mcp.server.results import hits_result
 from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools import read_only_tool
@@ -40,20 +40,29 @@ Evidence = Annotated[int, Field(ge=1, le=5, description="Evidence sentences per 
 def _concept(graph: ConceptGraph, concept: int, score: float | None = None, depth: int | None = None) -> Concept:
     cluster = int(graph.concept_cluster[concept])
     return Concept(
-        name=str(graph.names[concept]), frequency=int(graph.frequency[concept]), degree=graph.degree(concept),
-        community=cluster if cluster >= 0 else None, score=None if score is None else round(score, 4), depth=depth,
+        name=str(graph.names[concept]),
+        frequency=int(graph.frequency[concept]),
+        degree=graph.degree(concept),
+        community=cluster if cluster >= 0 else None,
+        score=None if score is None else round(score, 4),
+        depth=depth,
         mentions=[format_chunk_id(FINEST, int(i)) for i in graph.mentions(concept)[:3]],
     )
 
 
 def _edge(graph: ConceptGraph, edge: techniques.Edge) -> GraphEdge:
     return GraphEdge(
-        source=str(graph.names[edge.source]), target=str(graph.names[edge.target]), weight=round(edge.weight, 4),
-        count=edge.count, evidence=[format_chunk_id(FINEST, i) for i in edge.evidence],
+        source=str(graph.names[edge.source]),
+        target=str(graph.names[edge.target]),
+        weight=round(edge.weight, 4),
+        count=edge.count,
+        evidence=[format_chunk_id(FINEST, i) for i in edge.evidence],
     )
 
 
-def _sentences(view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int) -> tuple[list[Sentence], int, int]:
+def _sentences(
+    view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
+) -> tuple[list[Sentence], int, int]:
     """The sentences (each once, in the order first named) within the budget; tokens used and sentences omitted."""
     ordered = list(dict.fromkeys(ids))
     chunks = view.catalog.chunks(ordered)
@@ -83,8 +92,9 @@ def register(server: MCPServer, budget: int) -> None:
         view, _ = holder_of(ctx).view()
         graph, _ = techniques.graph_of(view)
         found = techniques.find_concepts(view, query, k)
-        return ConceptList(generation=view.snapshot.generation,
-                           concepts=[_concept(graph, m.concept, m.score) for m in found])
+        return ConceptList(
+            generation=view.snapshot.generation, concepts=[_concept(graph, m.concept, m.score) for m in found]
+        )
 
     @read_only_tool(server, "Concept neighbourhood")
     def concept_neighbourhood(
@@ -104,10 +114,13 @@ def register(server: MCPServer, budget: int) -> None:
         found = techniques.neighbourhood(view, concept, depth, max_nodes, evidence)
         sentences, used, omitted = _sentences(view, tokens, (i for e in found.edges for i in e.evidence), max_tokens)
         return Neighbourhood(
-            generation=view.snapshot.generation, tokens_used=used, omitted=omitted,
+            generation=view.snapshot.generation,
+            tokens_used=used,
+            omitted=omitted,
             concept=_concept(graph, found.center, depth=0),
             neighbours=[_concept(graph, c, depth=d) for c, d in found.nodes[1:]],
-            edges=[_edge(graph, e) for e in found.edges], sentences=sentences,
+            edges=[_edge(graph, e) for e in found.edges],
+            sentences=sentences,
         )
 
     @read_only_tool(server, "Paths between concepts")
@@ -131,11 +144,19 @@ def register(server: MCPServer, budget: int) -> None:
         sentences, used, omitted = _sentences(view, tokens, ids, max_tokens)
         a, b = (paths[0].concepts[0], paths[0].concepts[-1]) if paths else (None, None)
         return PathsResult(
-            generation=view.snapshot.generation, tokens_used=used, omitted=omitted,
-            source=str(graph.names[a]) if a is not None else source, target=str(graph.names[b]) if b is not None
-            else target,
-            paths=[GraphPath(concepts=[str(graph.names[c]) for c in p.concepts], cost=round(p.cost, 4),
-                             hops=[_edge(graph, h) for h in p.hops]) for p in paths],
+            generation=view.snapshot.generation,
+            tokens_used=used,
+            omitted=omitted,
+            source=str(graph.names[a]) if a is not None else source,
+            target=str(graph.names[b]) if b is not None else target,
+            paths=[
+                GraphPath(
+                    concepts=[str(graph.names[c]) for c in p.concepts],
+                    cost=round(p.cost, 4),
+                    hops=[_edge(graph, h) for h in p.hops],
+                )
+                for p in paths
+            ],
             sentences=sentences,
         )
 
@@ -145,8 +166,10 @@ def register(server: MCPServer, budget: int) -> None:
         ctx: Context[Any, Any],
         mode: Annotated[
             Literal["communities", "passages"],
-            Field(description="communities: reports on groups of related concepts, for overview and 'main themes' "
-                  "questions; passages: sentences ranked by personalized PageRank from the query's concepts."),
+            Field(
+                description="communities: reports on groups of related concepts, for overview and 'main themes' "
+                "questions; passages: sentences ranked by personalized PageRank from the query's concepts."
+            ),
         ] = "communities",
         k: Annotated[int, Field(ge=1, le=30, description="Number of reports or passages (1-30).")] = 5,
         doc_id: Annotated[
@@ -164,14 +187,23 @@ def register(server: MCPServer, budget: int) -> None:
         graph, _ = techniques.graph_of(view)
         if mode == "passages":
             hits = hits_result(view, tokens, techniques.ppr_passages(view, query, k, doc_id), max_tokens)
-            return GraphSearchResult(generation=hits.generation, tokens_used=hits.tokens_used, omitted=hits.omitted,
-                                     mode=mode, communities=[], hits=hits.hits, sentences=[])
+            return GraphSearchResult(
+                generation=hits.generation,
+                tokens_used=hits.tokens_used,
+                omitted=hits.omitted,
+                mode=mode,
+                communities=[],
+                hits=hits.hits,
+                sentences=[],
+            )
         found = techniques.communities(view, query, k, doc_id)
         reports = [
             CommunityReport(
-                community=c.cluster, level=int(graph.cluster_level[c.cluster]),
+                community=c.cluster,
+                level=int(graph.cluster_level[c.cluster]),
                 parent=int(graph.cluster_parent[c.cluster]) if graph.cluster_parent[c.cluster] >= 0 else None,
-                score=round(c.score, 4), concepts=[str(graph.names[m]) for m in c.members[:10]],
+                score=round(c.score, 4),
+                concepts=[str(graph.names[m]) for m in c.members[:10]],
                 documents=graph.cluster_doc_ids(c.cluster),
                 broad_chunks=[format_chunk_id(TOP, int(i)) for i in graph.broad_chunks(c.cluster)],
                 key_sentences=[format_chunk_id(FINEST, int(i)) for i in graph.key_sentences(c.cluster)],
@@ -180,6 +212,12 @@ def register(server: MCPServer, budget: int) -> None:
         ]
         ids = (int(i) for c in found for i in graph.key_sentences(c.cluster))
         sentences, used, omitted = _sentences(view, tokens, ids, max_tokens)
-        return GraphSearchResult(generation=view.snapshot.generation, tokens_used=used, omitted=omitted, mode=mode,
-                                 communities=reports, hits=[], sentences=sentences)
-
+        return GraphSearchResult(
+            generation=view.snapshot.generation,
+            tokens_used=used,
+            omitted=omitted,
+            mode=mode,
+            communities=reports,
+            hits=[],
+            sentences=sentences,
+        )

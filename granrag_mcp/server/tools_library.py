@@ -30,7 +30,11 @@ def register(server: MCPServer, budget: int) -> None:
         view, _ = holder_of(ctx).view()
         documents, total = view.list_documents(prefix, limit, offset)
         return DocumentList(
-            generation=view.snapshot.generation, total=total, offset=offset,
-            documents=[DocumentInfo(doc_id=d.doc_id, source=d.source, n_chars=d.n_chars, n_tokens=d.n_tokens)
-                       for d in documents],
+            generation=view.snapshot.generation,
+            total=total,
+            offset=offset,
+            documents=[
+                DocumentInfo(doc_id=d.doc_id, source=d.source, n_chars=d.n_chars, n_tokens=d.n_tokens)
+                for d in documents
+            ],
         )

@@ -9,7 +9,6 @@ from pydantic import Field
 
 from granrag_mcp.levels import FINEST, Level
 from granrag_mcp.retrieval.filters import DocFilter
-from granrag_mcp.server.models import RankedResult, SessionSearchResult
 from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
 from granrag_mcp.retrieval.hrr import hrr_search as hrr
 from granrag_mcp.retrieval.level_search import search_level
@@ -28,6 +27,7 @@ from granrag_mcp.server.arguments import (
     Query,
     Weights,
 )
+from granrag_mcp.server.models import RankedResult, SessionSearchResult
 from granrag_mcp.server.results import hits_result
 from granrag_mcp.server.session_search import session_search
 from granrag_mcp.server.state import holder_of
@@ -59,8 +59,16 @@ def register(server: MCPServer, budget: int) -> None:
         view, tokens = holder_of(ctx).view()
         view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
         return session_search(
-            ctx, view, tokens, query, lambda depth: search_level(view, query, "broad", depth, lexical=lexical), k,
-            max_tokens, diversify, mmr_lambda, exclude_seen,
+            ctx,
+            view,
+            tokens,
+            query,
+            lambda depth: search_level(view, query, "broad", depth, lexical=lexical),
+            k,
+            max_tokens,
+            diversify,
+            mmr_lambda,
+            exclude_seen,
         )
 
     @read_only_tool(server, "Search sentences or paragraphs")
@@ -89,8 +97,16 @@ def register(server: MCPServer, budget: int) -> None:
         view, tokens = holder_of(ctx).view()
         view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
         return session_search(
-            ctx, view, tokens, query, lambda depth: search_level(view, query, level, depth, lexical=lexical), k,
-            max_tokens, diversify, mmr_lambda, exclude_seen,
+            ctx,
+            view,
+            tokens,
+            query,
+            lambda depth: search_level(view, query, level, depth, lexical=lexical),
+            k,
+            max_tokens,
+            diversify,
+            mmr_lambda,
+            exclude_seen,
         )
 
     @read_only_tool(server, "Search all levels, fused")
@@ -100,8 +116,9 @@ def register(server: MCPServer, budget: int) -> None:
         k: Annotated[int, Field(ge=1, le=100, description="Number of hits (1-100).")] = 10,
         method: Annotated[
             Literal["rrf", "union"],
-            Field(description="rrf: weighted reciprocal rank fusion of four lists; union: broad and fine hits "
-                  "by score."),
+            Field(
+                description="rrf: weighted reciprocal rank fusion of four lists; union: broad and fine hits by score."
+            ),
         ] = "rrf",
         weights: Weights = None,
         rrf_k: Annotated[
@@ -144,8 +161,10 @@ def register(server: MCPServer, budget: int) -> None:
         top_n: Annotated[int, Field(ge=1, le=100, description="How many of the best to return (1-100).")] = 5,
         method: Annotated[
             Literal["auto", "candidate-ranker", "reranker"],
-            Field(description="candidate-ranker: word coverage and sentence matches inside each chunk plus the "
-                  "reranker's score; reranker: the reranker alone; auto: the candidate ranker when configured."),
+            Field(
+                description="candidate-ranker: word coverage and sentence matches inside each chunk plus the "
+                "reranker's score; reranker: the reranker alone; auto: the candidate ranker when configured."
+            ),
         ] = "auto",
         max_tokens: MaxTokens = budget,
     ) -> RankedResult:

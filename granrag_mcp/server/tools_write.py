@@ -23,8 +23,8 @@ from granrag_mcp.server.writes import Runs, allowed_roots, check_paths, result_o
 
 A = TypeVar("A", bound=Callable[..., Awaitable[Any]])
 
-INDEXING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-REMOVING = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+REMOVING = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 def _tool(server: MCPServer, title: str, annotations: ToolAnnotations) -> Callable[[A], A]:
@@ -36,8 +36,9 @@ def _tool(server: MCPServer, title: str, annotations: ToolAnnotations) -> Callab
             except GranragError as exc:
                 raise ToolError(str(exc)) from None
 
-        server.add_tool(wrapper, title=title, description=description(fn), annotations=annotations,
-                        structured_output=True)
+        server.add_tool(
+            wrapper, title=title, description=description(fn), annotations=annotations, structured_output=True
+        )
         return fn
 
     return add
@@ -52,11 +53,15 @@ def register(server: MCPServer, budget: int) -> None:
         ctx: Context[Any, Any],
         paths: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=4096)]],
-            Field(min_length=1, max_length=100, description="Absolute paths of files or folders (walked "
-                  "recursively) inside the allowed roots."),
+            Field(
+                min_length=1,
+                max_length=100,
+                description="Absolute paths of files or folders (walked recursively) inside the allowed roots.",
+            ),
         ],
-        prune: Annotated[bool, Field(description="Also remove indexed documents that are not under these paths.")]
-        = False,
+        prune: Annotated[
+            bool, Field(description="Also remove indexed documents that are not under these paths.")
+        ] = False,
     ) -> RunResult:
         """Index .txt, .md, .pdf, .html and .htm files into the library, incrementally: unchanged files are skipped,
         changed ones re-indexed. Only paths inside the allowed roots (the client's roots, else the server's) are
@@ -77,9 +82,15 @@ def register(server: MCPServer, budget: int) -> None:
                 from granrag_mcp.tokens import get_tokenizer
 
                 return run_index(
-                    real, settings.store, embedder_factory=lambda: engine.embedder,
-                    tokenizer=get_tokenizer(settings.tokenizer), chunking=settings.chunking,
-                    vector_mode=settings.vector_mode, model_name=settings.model, prune=prune, progress=progress,
+                    real,
+                    settings.store,
+                    embedder_factory=lambda: engine.embedder,
+                    tokenizer=get_tokenizer(settings.tokenizer),
+                    chunking=settings.chunking,
+                    vector_mode=settings.vector_mode,
+                    model_name=settings.model,
+                    prune=prune,
+                    progress=progress,
                 )
 
             summary = await runs.execute(ctx, run, work)
@@ -87,13 +98,19 @@ def register(server: MCPServer, budget: int) -> None:
             runs.finish(run, result_of(run, None, "failed", str(exc), None))
             raise
         if summary.committed:
-            message = (f"committed generation {summary.generation}: searches now see it; {summary.added} added, "
-                       f"{summary.updated} updated, {summary.removed} removed")
+            message = (
+                f"committed generation {summary.generation}: searches now see it; {summary.added} added, "
+                f"{summary.updated} updated, {summary.removed} removed"
+            )
             await notify_library_changed(ctx, doc_ids)
         else:
             message = f"no changes: generation {summary.generation} stays current"
-        return runs.finish(run, result_of(run, summary, "committed" if summary.committed else "unchanged", message,
-                                          summary.generation, doc_ids))
+        return runs.finish(
+            run,
+            result_of(
+                run, summary, "committed" if summary.committed else "unchanged", message, summary.generation, doc_ids
+            ),
+        )
 
     @_tool(server, "Remove documents", REMOVING)
     async def remove_documents(
@@ -135,8 +152,11 @@ def register(server: MCPServer, budget: int) -> None:
         counts = view.snapshot.manifest.counts
         running = runs.running
         return IndexStatus(
-            generation=view.snapshot.generation, documents=counts.get("documents", 0),
+            generation=view.snapshot.generation,
+            documents=counts.get("documents", 0),
             chunks={level: counts.get(level, 0) for level in ("broad", "mid", "narrow")},
-            running=running.info() if running else None, last_run=runs.last,
-            allowed_roots=[str(r) for r in roots], roots_from=origin,
+            running=running.info() if running else None,
+            last_run=runs.last,
+            allowed_roots=[str(r) for r in roots],
+            roots_from=origin,
         )

@@ -54,5 +54,7 @@ class IndexStatus(_Model):
     running: RunningJob | None = Field(description="The run in progress in this server; null when none.")
     last_run: RunResult | None = Field(description="The last run this server finished; null when none yet.")
     allowed_roots: list[str] = Field(description="Folders index_paths may read.")
-    roots_from: str = Field(description="Where allowed_roots come from: the client's MCP roots or the server's "
-                            "GRANRAG_ALLOWED_ROOTS setting.")
+    roots_from: str = Field(
+        description="Where allowed_roots come from: the client's MCP roots or the server's "
+        "GRANRAG_ALLOWED_ROOTS setting."
+    )

@@ -23,10 +23,10 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context
 
-from granrag_mcp.levels import LEVELS
 from granrag_mcp.errors import GranragError, IndexBusyError, InvalidInputError
-from granrag_mcp.indexing.pipeline import IndexSummary
 from granrag_mcp.indexing.discovery import discover
+from granrag_mcp.indexing.pipeline import IndexSummary
+from granrag_mcp.levels import LEVELS
 from granrag_mcp.progress import Progress
 from granrag_mcp.server.write_models import FailedFile, RunningJob, RunResult
 
@@ -65,8 +65,11 @@ async def allowed_roots(ctx: Context[Any, Any], configured: Sequence[Path]) -> t
         except Exception as exc:  # a client that declared roots but cannot answer: fall back, and say so in the log
             log.warning("the client declared roots but roots/list failed (%s); using GRANRAG_ALLOWED_ROOTS", exc)
         else:
-            roots = [Path(unquote(urlparse(str(root.uri)).path)) for root in result.roots
-                     if str(root.uri).startswith("file:")]
+            roots = [
+                Path(unquote(urlparse(str(root.uri)).path))
+                for root in result.roots
+                if str(root.uri).startswith("file:")
+            ]
             return roots, "the client's MCP roots"
     return list(configured), "GRANRAG_ALLOWED_ROOTS"
 
@@ -125,8 +128,13 @@ class Run:
     progress: float = 0.0
 
     def info(self) -> RunningJob:
-        return RunningJob(kind=self.kind, targets=self.targets[:50], stage=self.stage, progress=round(self.progress, 4),
-                          started_at=self.started_at)
+        return RunningJob(
+            kind=self.kind,
+            targets=self.targets[:50],
+            stage=self.stage,
+            progress=round(self.progress, 4),
+            started_at=self.started_at,
+        )
 
 
 class RunProgress(Progress):
@@ -153,14 +161,19 @@ class RunProgress(Progress):
     def update(self, stage: str, done: int, total: int) -> None:
         low, high = STAGE_SHARES.get(stage, (self._run.progress, self._run.progress))
         unit = "files" if stage == "extracting documents" else "chunks"
-        self._advance(low + (high - low) * (done / total if total else 1.0), f"{stage}: {done}/{total} {unit}",
-                      force=done >= total)
+        self._advance(
+            low + (high - low) * (done / total if total else 1.0),
+            f"{stage}: {done}/{total} {unit}",
+            force=done >= total,
+        )
 
     def message(self, text: str) -> None:
         if text.endswith(" vectors"):  # the indexer writes one level after another
             self._write_steps += 1
             low, high = WRITE_SHARE
-            self._advance(low + (high - low) * self._write_steps / len(LEVELS), f"writing the new generation ({text})", True)
+            self._advance(
+                low + (high - low) * self._write_steps / len(LEVELS), f"writing the new generation ({text})", True
+            )
         else:
             self._advance(self._run.progress, text, True)
 
@@ -216,8 +229,12 @@ class Runs:
             with anyio.CancelScope(shield=True):
                 while not finished.is_set():
                     await anyio.sleep(0.05)
-            self.finish(run, result_of(run, None, "cancelled", "the run was cancelled; the previous generation is "
-                                       "still current", None))
+            self.finish(
+                run,
+                result_of(
+                    run, None, "cancelled", "the run was cancelled; the previous generation is still current", None
+                ),
+            )
             raise
         run.progress, run.stage = 1.0, "done"
         try:
@@ -228,16 +245,31 @@ class Runs:
 
 
 def result_of(
-    run: Run, summary: IndexSummary | None, outcome: str, message: str, generation: int | None,
+    run: Run,
+    summary: IndexSummary | None,
+    outcome: str,
+    message: str,
+    generation: int | None,
     doc_ids: Sequence[str] = (),
 ) -> RunResult:
     fields: dict[str, Any] = {}
     if summary is not None:
-        fields = dict(added=summary.added, updated=summary.updated, unchanged=summary.unchanged,
-                      removed=summary.removed, unsupported=summary.unsupported,
-                      failed=[FailedFile(path=p, reason=r) for p, r in summary.failed])
+        fields = dict(
+            added=summary.added,
+            updated=summary.updated,
+            unchanged=summary.unchanged,
+            removed=summary.removed,
+            unsupported=summary.unsupported,
+            failed=[FailedFile(path=p, reason=r) for p, r in summary.failed],
+        )
     return RunResult(
-        kind=run.kind, outcome=outcome, message=message, generation=generation,
-        doc_ids=list(doc_ids[:MAX_LISTED_DOC_IDS]), more_doc_ids=max(len(doc_ids) - MAX_LISTED_DOC_IDS, 0),
-        started_at=run.started_at, seconds=round(time.monotonic() - run.started, 3), **fields,
+        kind=run.kind,
+        outcome=outcome,
+        message=message,
+        generation=generation,
+        doc_ids=list(doc_ids[:MAX_LISTED_DOC_IDS]),
+        more_doc_ids=max(len(doc_ids) - MAX_LISTED_DOC_IDS, 0),
+        started_at=run.started_at,
+        seconds=round(time.monotonic() - run.started, 3),
+        **fields,
     )

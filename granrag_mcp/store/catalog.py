@@ -135,7 +135,9 @@ class Catalog:
         return found
 
     def chunks_of_level(self, level: Level) -> list[Chunk]:
-        return [_chunk(r) for r in self._query(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE level = ? ORDER BY id", [level])]
+        return [
+            _chunk(r) for r in self._query(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE level = ? ORDER BY id", [level])
+        ]
 
     def chunk_ids_of_documents(self, doc_ids: Sequence[str]) -> dict[Level, list[int]]:
         out: dict[Level, list[int]] = {"broad": [], "mid": [], "narrow": []}
@@ -178,7 +180,9 @@ class Catalog:
         known: set[str] = set()
         for batch in _batches(list(doc_ids)):
             marks = ",".join("?" * len(batch))
-            known.update(row[0] for row in self._query(f"SELECT doc_id FROM documents WHERE doc_id IN ({marks})", batch))
+            known.update(
+                row[0] for row in self._query(f"SELECT doc_id FROM documents WHERE doc_id IN ({marks})", batch)
+            )
         return known
 
     def level_counts(self) -> dict[str, int]:
@@ -201,10 +205,7 @@ class Catalog:
             )
             self._db.executemany(
                 f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (c.id, c.doc_id, c.level, c.seq, c.start, c.end, c.token_count, c.parent_id, c.text)
-                    for c in chunks
-                ],
+                [(c.id, c.doc_id, c.level, c.seq, c.start, c.end, c.token_count, c.parent_id, c.text) for c in chunks],
             )
 
     def commit(self) -> None:

@@ -27,8 +27,13 @@ def compare_stores(first: Path, second: Path, most_differences: int = 5) -> Stor
         differences: list[str] = []
         min_cosine = 1.0
         for level in LEVELS:
-            rows_a, rows_b = ({c.id: (c.doc_id, c.seq, c.start, c.end, c.parent_id, c.text)
-                               for c in snapshot.catalog.chunks_of_level(level)} for snapshot in (a, b))
+            rows_a, rows_b = (
+                {
+                    c.id: (c.doc_id, c.seq, c.start, c.end, c.parent_id, c.text)
+                    for c in snapshot.catalog.chunks_of_level(level)
+                }
+                for snapshot in (a, b)
+            )
             for chunk_id in sorted(set(rows_a) | set(rows_b)):
                 if rows_a.get(chunk_id) != rows_b.get(chunk_id) and len(differences) < most_differences:
                     differences.append(f"{level}:{chunk_id}")

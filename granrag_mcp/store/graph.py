@@ -222,21 +222,36 @@ def build_graph(
     sentence_ptr, sentence_concepts = _ragged(rows_per_sentence, np.int32)
     mention_ptr, mention_ids = _ragged(mentions, np.int64)
     graph = ConceptGraph(
-        keys=np.array(keys, dtype=str), names=np.array([names_of[k] for k in keys], dtype=str),
-        frequency=frequency, pagerank=pagerank, vectors=vectors,
-        mention_ptr=mention_ptr, mention_ids=mention_ids, **adjacency,
-        sentence_ids=np.array(sentence_ids, dtype=np.int64), sentence_ptr=sentence_ptr,
-        sentence_concepts=sentence_concepts, sentence_doc=np.array(sentence_docs, dtype=np.int32),
+        keys=np.array(keys, dtype=str),
+        names=np.array([names_of[k] for k in keys], dtype=str),
+        frequency=frequency,
+        pagerank=pagerank,
+        vectors=vectors,
+        mention_ptr=mention_ptr,
+        mention_ids=mention_ids,
+        **adjacency,
+        sentence_ids=np.array(sentence_ids, dtype=np.int64),
+        sentence_ptr=sentence_ptr,
+        sentence_concepts=sentence_concepts,
+        sentence_doc=np.array(sentence_docs, dtype=np.int32),
         docs=np.array(doc_list, dtype=str),
         **_communities(n_concepts, edges_a, edges_b, weights, pagerank),  # type: ignore[arg-type]
-        cluster_sent_ptr=np.zeros(1, np.int64), cluster_sentences=np.zeros(0, np.int64),
-        cluster_broad_ptr=np.zeros(1, np.int64), cluster_broad=np.zeros(0, np.int64),
-        cluster_doc_ptr=np.zeros(1, np.int64), cluster_docs=np.zeros(0, np.int32),
+        cluster_sent_ptr=np.zeros(1, np.int64),
+        cluster_sentences=np.zeros(0, np.int64),
+        cluster_broad_ptr=np.zeros(1, np.int64),
+        cluster_broad=np.zeros(0, np.int64),
+        cluster_doc_ptr=np.zeros(1, np.int64),
+        cluster_docs=np.zeros(0, np.int32),
         cluster_centroid=np.zeros((0, dimension), np.float32),
     )
     _reports(graph, np.array(sentence_broad, dtype=np.int64), sentence_vectors, dimension)
-    log.info("concept graph: %d concepts, %d edges, %d communities, from %d sentences", len(graph), graph.n_edges,
-             graph.n_clusters, n_sentences)
+    log.info(
+        "concept graph: %d concepts, %d edges, %d communities, from %d sentences",
+        len(graph),
+        graph.n_edges,
+        graph.n_clusters,
+        n_sentences,
+    )
     return graph
 
 
@@ -252,8 +267,7 @@ def _edges(
     if not firsts:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, np.float32), np.zeros(0, np.int32)
-    codes, counts = np.unique(np.array(firsts, np.int64) * n_concepts + np.array(seconds, np.int64),
-                              return_counts=True)
+    codes, counts = np.unique(np.array(firsts, np.int64) * n_concepts + np.array(seconds, np.int64), return_counts=True)
     a, b = codes // n_concepts, codes % n_concepts
     p_pair = counts / n_sentences
     pmi = np.log(p_pair / ((frequency[a] / n_sentences) * (frequency[b] / n_sentences)))
@@ -273,7 +287,8 @@ def _adjacency(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, count: 
     pointer = np.zeros(n + 1, np.int64)
     np.add.at(pointer, source + 1, 1)
     return dict(
-        adj_ptr=np.cumsum(pointer), adj_idx=target[order].astype(np.int32),
+        adj_ptr=np.cumsum(pointer),
+        adj_idx=target[order].astype(np.int32),
         adj_weight=np.concatenate([weight, weight])[order].astype(np.float32),
         adj_count=np.concatenate([count, count])[order].astype(np.int32),
     )
@@ -292,7 +307,10 @@ def _pagerank(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray) -> np.nd
 
 
 def _concept_vectors(
-    keys: list[str], names: list[str], embed: Callable[[list[str]], np.ndarray] | None, dimension: int,
+    keys: list[str],
+    names: list[str],
+    embed: Callable[[list[str]], np.ndarray] | None,
+    dimension: int,
     previous: ConceptGraph | None,
 ) -> np.ndarray:
     vectors = np.zeros((len(keys), dimension), np.float32)
@@ -307,22 +325,30 @@ def _concept_vectors(
     if missing and embed is not None:
         vectors[missing] = embed([names[row] for row in missing])
     elif missing:
-        log.warning("%d concepts have no name vector (no embedder in this run); they are found by name only",
-                    len(missing))
+        log.warning(
+            "%d concepts have no name vector (no embedder in this run); they are found by name only", len(missing)
+        )
     return vectors
 
 
-def _communities(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, pagerank: np.ndarray) -> dict[str, np.ndarray]:
+def _communities(
+    n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, pagerank: np.ndarray
+) -> dict[str, np.ndarray]:
     concept_cluster = np.full(n, -1, np.int32)
     if len(a) == 0:
-        return dict(concept_cluster=concept_cluster, cluster_level=np.zeros(0, np.int32),
-                    cluster_parent=np.zeros(0, np.int32), cluster_ptr=np.zeros(1, np.int64),
-                    cluster_members=np.zeros(0, np.int32))
+        return dict(
+            concept_cluster=concept_cluster,
+            cluster_level=np.zeros(0, np.int32),
+            cluster_parent=np.zeros(0, np.int32),
+            cluster_ptr=np.zeros(1, np.int64),
+            cluster_members=np.zeros(0, np.int32),
+        )
     import graspologic_native as gn
 
     found = gn.hierarchical_leiden(
         [(str(x), str(y), float(w)) for x, y, w in zip(a.tolist(), b.tolist(), weight.tolist())],
-        max_cluster_size=MAX_CLUSTER_SIZE, seed=LEIDEN_SEED,
+        max_cluster_size=MAX_CLUSTER_SIZE,
+        seed=LEIDEN_SEED,
     )
     members: dict[int, list[int]] = {}
     level: dict[int, int] = {}
@@ -340,14 +366,18 @@ def _communities(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, pager
     ordered = [sorted(set(members[c]), key=lambda m: -pagerank[m]) for c in ids]
     pointer, flat = _ragged(ordered, np.int32)
     return dict(
-        concept_cluster=concept_cluster, cluster_level=np.array([level[c] for c in ids], np.int32),
-        cluster_parent=np.array([row.get(parent[c], -1) for c in ids], np.int32), cluster_ptr=pointer,
+        concept_cluster=concept_cluster,
+        cluster_level=np.array([level[c] for c in ids], np.int32),
+        cluster_parent=np.array([row.get(parent[c], -1) for c in ids], np.int32),
+        cluster_ptr=pointer,
         cluster_members=flat,
     )
 
 
 def _reports(
-    graph: ConceptGraph, sentence_broad: np.ndarray, sentence_vectors: Callable[[np.ndarray], np.ndarray],
+    graph: ConceptGraph,
+    sentence_broad: np.ndarray,
+    sentence_vectors: Callable[[np.ndarray], np.ndarray],
     dimension: int,
 ) -> None:
     """Each community's key sentences, centroid, documents and broad chunks (filled into `graph`)."""

@@ -67,7 +67,12 @@ into memory."""
 
 class LexicalIndex:
     def __init__(
-        self, ids: np.ndarray, vocabulary: np.ndarray, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+        self,
+        ids: np.ndarray,
+        vocabulary: np.ndarray,
+        data: np.ndarray,
+        indices: np.ndarray,
+        indptr: np.ndarray,
         term_dict: bool = True,
     ) -> None:
         """`data`, `indices`, `indptr`: the CSC arrays of the chunk x term weight matrix (column j = vocabulary[j]).
@@ -109,8 +114,13 @@ class LexicalIndex:
         order = np.lexsort((rows_arr, cols_arr))  # column by column, rows ascending: the CSC layout
         indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(np.bincount(cols_arr, minlength=n_terms), out=indptr[1:])
-        return cls(np.asarray(ids, dtype=np.int64), vocabulary, weights[order],
-                   rows_arr[order].astype(row_type(n_docs)), indptr.astype(np.int32 if len(rows) < 2**31 else np.int64))
+        return cls(
+            np.asarray(ids, dtype=np.int64),
+            vocabulary,
+            weights[order],
+            rows_arr[order].astype(row_type(n_docs)),
+            indptr.astype(np.int32 if len(rows) < 2**31 else np.int64),
+        )
 
     def _columns(self, terms: list[str]) -> list[int]:
         if self._term_index is not None:

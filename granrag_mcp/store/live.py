@@ -25,13 +25,17 @@ class LiveStore:
         self._lock = threading.Lock()
         self._pointer: CurrentPointer | None = read_current(self.root)
         self._snapshot = Snapshot.open(self.root, expected)
-        self._pointer = CurrentPointer(self._snapshot.folder.name, self._pointer.manifest_sha256) if self._pointer else None
+        self._pointer = (
+            CurrentPointer(self._snapshot.folder.name, self._pointer.manifest_sha256) if self._pointer else None
+        )
 
     def snapshot(self) -> Snapshot:
         try:
             pointer = read_current(self.root)
         except GranragError as exc:
-            log.error("cannot read the store's CURRENT pointer, serving generation %s: %s", self._snapshot.generation, exc)
+            log.error(
+                "cannot read the store's CURRENT pointer, serving generation %s: %s", self._snapshot.generation, exc
+            )
             return self._snapshot
         if pointer is None or pointer == self._pointer:
             return self._snapshot
@@ -40,8 +44,12 @@ class LiveStore:
                 try:
                     fresh = Snapshot.open(self.root, self._expected)
                 except GranragError as exc:
-                    log.error("new generation %s not loaded, still serving %s: %s", pointer.generation,
-                              self._snapshot.generation, exc)
+                    log.error(
+                        "new generation %s not loaded, still serving %s: %s",
+                        pointer.generation,
+                        self._snapshot.generation,
+                        exc,
+                    )
                     self._pointer = pointer  # do not retry on every call; a later commit changes the pointer
                     return self._snapshot
                 log.info("now serving generation %s", fresh.generation)

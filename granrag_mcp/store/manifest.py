@@ -14,6 +14,7 @@ FORMAT_VERSION = 2
 """2: a level's BM25 index is plain .npy files (1 kept it in one .npz). A store of another version is rebuilt."""
 MANIFEST_FILE = "manifest.json"
 
+
 class StoreIdentity(BaseModel):
     """Everything that must match between a store and the process that opens it."""
 

@@ -130,7 +130,8 @@ def load_manifest(root: Path, pointer: CurrentPointer) -> Manifest:
     if raw.get("format") != FORMAT_NAME or raw.get("format_version") != FORMAT_VERSION:
         raise StoreMismatchError(
             f"{path} has format {raw.get('format')!r} version {raw.get('format_version')!r}; this granrag-mcp reads "
-            f"{FORMAT_NAME!r} version {FORMAT_VERSION}: rebuild with `granrag-mcp index PATH... --rebuild --store {root}`"
+            f"{FORMAT_NAME!r} version {FORMAT_VERSION}: rebuild with "
+            f"`granrag-mcp index PATH... --rebuild --store {root}`"
         )
     return Manifest.model_validate(raw)
 

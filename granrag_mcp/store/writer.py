@@ -102,8 +102,10 @@ class StoreWriter:
         for attempt in range(attempts):
             try:
                 holder = json.loads((self.root / HOLDER_FILE).read_text())
-                return (f"process {holder['pid']} on {holder['host']} (`granrag-mcp {holder['command']}` since "
-                        f"{holder['since']})")
+                return (
+                    f"process {holder['pid']} on {holder['host']} (`granrag-mcp {holder['command']}` since "
+                    f"{holder['since']})"
+                )
             except (OSError, ValueError, KeyError):
                 if attempt + 1 < attempts:
                     time.sleep(0.1)
@@ -161,7 +163,9 @@ class StoreWriter:
         final = self.root / generation_name(manifest.generation)
         if final.exists():  # a generation published but never made current (crash between renames)
             if readable_current_generation(self.root) == final.name:
-                raise StoreCorruptError(f"refusing to replace {final.name} in {self.root}: it is the current generation")
+                raise StoreCorruptError(
+                    f"refusing to replace {final.name} in {self.root}: it is the current generation"
+                )
             shutil.rmtree(final)
         os.rename(folder, final)
         fsync_dir(self.root)

@@ -79,8 +79,9 @@ def test_a_checkpoint_saved_with_a_task_head_loads_with_its_own_shape(tmp_path: 
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(0)
-    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                        max_position_embeddings=64)
+    config = BertConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64
+    )
     BertForMaskedLM(config).save_pretrained(tmp_path)  # weights named "bert.encoder...", plus the head
     (tmp_path / "tokenizer.json").write_bytes((BUNDLED / "tokenizer.json").read_bytes())
     (tmp_path / "tokenizer_config.json").write_bytes((BUNDLED / "tokenizer_config.json").read_bytes())

@@ -10,7 +10,11 @@ import pytest
 
 from granrag_mcp.embedding import embedder as embedding
 from granrag_mcp.embedding.embedder import (
-    QUERY_CACHE_SIZE, cpu_has_native_bf16, plan_batches, resolve_precision, torch_runs_avx512,
+    QUERY_CACHE_SIZE,
+    cpu_has_native_bf16,
+    plan_batches,
+    resolve_precision,
+    torch_runs_avx512,
 )
 
 TEXTS = [
@@ -30,8 +34,12 @@ def write_cpuinfo(tmp_path: Path, flags: str) -> Path:
 
 @pytest.mark.parametrize(
     ("flags", "native"),
-    [("fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni", True), ("fpu amx_tile amx_bf16", True),
-     ("fpu sse2 avx2 avx512f avx512bw", False), ("", False)],
+    [
+        ("fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni", True),
+        ("fpu amx_tile amx_bf16", True),
+        ("fpu sse2 avx2 avx512f avx512bw", False),
+        ("", False),
+    ],
 )
 def test_native_bf16_is_read_from_the_cpu_flags(tmp_path: Path, flags: str, native: bool) -> None:
     assert cpu_has_native_bf16(write_cpuinfo(tmp_path, flags)) is native
@@ -53,16 +61,20 @@ def test_explicit_precisions_are_kept_and_auto_follows_the_cpu_and_torch() -> No
     assert resolve_precision("auto") == ("bf16" if cpu_has_native_bf16() and torch_runs_avx512() else "fp32")
 
 
-@pytest.mark.parametrize(("native", "avx512", "expected"),
-                         [(True, True, "bf16"), (True, False, "fp32"), (False, True, "fp32"), (False, False, "fp32")])
+@pytest.mark.parametrize(
+    ("native", "avx512", "expected"),
+    [(True, True, "bf16"), (True, False, "fp32"), (False, True, "fp32"), (False, False, "fp32")],
+)
 def test_auto_is_bf16_only_where_cpu_and_torch_both_do_it_natively(monkeypatch, native, avx512, expected) -> None:
     monkeypatch.setattr(embedding, "cpu_has_native_bf16", lambda: native)
     monkeypatch.setattr(embedding, "torch_runs_avx512", lambda: avx512)
     assert resolve_precision("auto") == expected
 
 
-@pytest.mark.parametrize(("limit", "allowed"), [("AVX2", False), ("avx512_core", False), ("AVX512_CORE_BF16", True),
-                                                ("AVX512_CORE_AMX", True), ("ALL", True)])
+@pytest.mark.parametrize(
+    ("limit", "allowed"),
+    [("AVX2", False), ("avx512_core", False), ("AVX512_CORE_BF16", True), ("AVX512_CORE_AMX", True), ("ALL", True)],
+)
 def test_a_onednn_limit_below_its_bf16_instructions_rules_bf16_out(monkeypatch, limit: str, allowed: bool) -> None:
     import torch
 
@@ -81,8 +93,14 @@ def test_a_process_held_to_avx2_embeds_in_fp32_with_auto() -> None:
         "vector = embedder.embed(['a question about bridges'])[0]\n"
         "print(torch_runs_avx512(), embedder.precision, vector.dtype, round(float(vector @ vector), 4))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True,
-                          env={**os.environ, **AVX2_ONLY})
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, **AVX2_ONLY},
+    )
     assert done.stdout.split() == ["False", "fp32", "float32", "1.0"], done.stderr[-2000:]
 
 

@@ -6,7 +6,11 @@ import pytest
 
 from granrag_mcp.embedding.embedder import normalise, resolve_model_location
 from granrag_mcp.embedding.encoders import (
-    NORMALIZE, POOLING, TRANSFORMER, MeanPoolingEncoder, SentenceTransformersEncoder,
+    NORMALIZE,
+    POOLING,
+    TRANSFORMER,
+    MeanPoolingEncoder,
+    SentenceTransformersEncoder,
     mean_pooling_settings,
 )
 
@@ -25,10 +29,14 @@ def model_folder(tmp_path: Path, kinds: list[str], pooling: dict, config: dict |
 
 
 def test_the_common_layout_is_recognised(tmp_path: Path) -> None:
-    folder = model_folder(tmp_path, [TRANSFORMER, POOLING, NORMALIZE], MEAN, {"max_seq_length": 200, "do_lower_case": True})
+    folder = model_folder(
+        tmp_path, [TRANSFORMER, POOLING, NORMALIZE], MEAN, {"max_seq_length": 200, "do_lower_case": True}
+    )
     assert mean_pooling_settings(folder) == {"max_tokens": 200, "lower_case": True}
     assert mean_pooling_settings(model_folder(tmp_path / "b", [TRANSFORMER, POOLING], MEAN)) == {
-        "max_tokens": 128, "lower_case": False}
+        "max_tokens": 128,
+        "lower_case": False,
+    }
 
 
 @pytest.mark.parametrize(

@@ -45,8 +45,25 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        code = run_eval(["--squad", str(SQUAD), "--articles", "2", "--sample", "8", "--seed", "3",
-                         "--store", str(store), "--out", str(out), "--corpus-dir", str(corpus), "--quiet"])
+        code = run_eval(
+            [
+                "--squad",
+                str(SQUAD),
+                "--articles",
+                "2",
+                "--sample",
+                "8",
+                "--seed",
+                "3",
+                "--store",
+                str(store),
+                "--out",
+                str(out),
+                "--corpus-dir",
+                str(corpus),
+                "--quiet",
+            ]
+        )
     capture.write_text(buffer.getvalue(), encoding="utf-8")
     return {"code": code, "stdout": buffer.getvalue(), "store": store, "out": out, "corpus": corpus, "root": root}
 
@@ -106,8 +123,15 @@ def test_per_query_rows(smoke: dict) -> None:
 
 def test_report_markdown_names_settings_and_table(smoke: dict) -> None:
     text = (smoke["out"] / "report.md").read_text(encoding="utf-8")
-    for needle in ("vector_mode: mean", "all-MiniLM-L6-v2", "reranker (HRR)", "seed 3", "| HRR | broad |",
-                   "indexing:", "broad_metrics.png"):
+    for needle in (
+        "vector_mode: mean",
+        "all-MiniLM-L6-v2",
+        "reranker (HRR)",
+        "seed 3",
+        "| HRR | broad |",
+        "indexing:",
+        "broad_metrics.png",
+    ):
         assert needle in text, needle
 
 
@@ -116,14 +140,43 @@ def test_second_run_reuses_the_store_and_jsonl_input_works(smoke: dict, capsys: 
     path = smoke["root"] / "qa.jsonl"
     with open(path, "w", encoding="utf-8") as handle:
         for q in qa.questions[:5]:
-            handle.write(json.dumps({"id": q.qid, "question": q.question, "doc_id": q.doc_id,
-                                     "answer_start": q.answer_start, "answer_end": q.answer_end}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": q.qid,
+                        "question": q.question,
+                        "doc_id": q.doc_id,
+                        "answer_start": q.answer_start,
+                        "answer_end": q.answer_end,
+                    }
+                )
+                + "\n"
+            )
     out = smoke["root"] / "report-jsonl"
-    assert run_eval(["--qa", str(path), "--store", str(smoke["store"]), "--out", str(out), "--strategies",
-                     "base,rrf", "--no-chart", "--quiet"]) == 0
+    assert (
+        run_eval(
+            [
+                "--qa",
+                str(path),
+                "--store",
+                str(smoke["store"]),
+                "--out",
+                str(out),
+                "--strategies",
+                "base,rrf",
+                "--no-chart",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out.strip().splitlines()
-    assert [line.split()[:2] for line in table[2:]] == [["Base", "broad"], ["Base", "mid"], ["RRF", "broad"],
-                                                        ["RRF", "mid"]]
+    assert [line.split()[:2] for line in table[2:]] == [
+        ["Base", "broad"],
+        ["Base", "mid"],
+        ["RRF", "broad"],
+        ["RRF", "mid"],
+    ]
     report = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert report["indexing"] == {"indexed": False}
     assert not (out / "broad_metrics.png").exists()
@@ -131,21 +184,61 @@ def test_second_run_reuses_the_store_and_jsonl_input_works(smoke: dict, capsys: 
 
 def test_wrong_vector_mode_for_the_store_is_a_clear_error(smoke: dict) -> None:
     with pytest.raises(StoreMismatchError, match="vector_mode"):
-        run_eval(["--squad", str(SQUAD), "--articles", "2", "--sample", "2", "--store", str(smoke["store"]),
-                  "--vector-mode", "windows", "--out", str(smoke["root"] / "r3"), "--quiet"])
+        run_eval(
+            [
+                "--squad",
+                str(SQUAD),
+                "--articles",
+                "2",
+                "--sample",
+                "2",
+                "--store",
+                str(smoke["store"]),
+                "--vector-mode",
+                "windows",
+                "--out",
+                str(smoke["root"] / "r3"),
+                "--quiet",
+            ]
+        )
 
 
 def test_jsonl_naming_an_unknown_document_is_a_clear_error(smoke: dict) -> None:
     path = smoke["root"] / "bad.jsonl"
-    path.write_text(json.dumps({"question": "Who?", "doc_id": "nope.txt", "answer_start": 0, "answer_end": 3}) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps({"question": "Who?", "doc_id": "nope.txt", "answer_start": 0, "answer_end": 3}) + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(GranragError, match="does not hold the document"):
-        run_eval(["--qa", str(path), "--store", str(smoke["store"]), "--out", str(smoke["root"] / "r4"),
-                  "--strategies", "base", "--no-chart", "--quiet"])
+        run_eval(
+            [
+                "--qa",
+                str(path),
+                "--store",
+                str(smoke["store"]),
+                "--out",
+                str(smoke["root"] / "r4"),
+                "--strategies",
+                "base",
+                "--no-chart",
+                "--quiet",
+            ]
+        )
 
 
 def test_help_lists_the_options() -> None:
     text = parser()._subparsers._group_actions[0].choices["eval"].format_help()  # type: ignore[union-attr]
-    for option in ("--squad", "--qa", "--store", "--model", "--vector-mode", "--out", "--sample", "--seed",
-                   "--articles", "--reranker", "--strategies"):
+    for option in (
+        "--squad",
+        "--qa",
+        "--store",
+        "--model",
+        "--vector-mode",
+        "--out",
+        "--sample",
+        "--seed",
+        "--articles",
+        "--reranker",
+        "--strategies",
+    ):
         assert option in text

@@ -18,8 +18,15 @@ def synthetic(questions=120, candidates=8, seed=0):
             position.append(p)
             hit.append(p == answer)
     n = len(hit)
-    return Dataset(np.array(rows), np.array(question, np.int32), np.array(position, np.int32), np.array(hit),
-                   np.arange(n, dtype=np.int64), np.array(hit), np.array([f"doc{q % 6}" for q in range(questions)]))
+    return Dataset(
+        np.array(rows),
+        np.array(question, np.int32),
+        np.array(position, np.int32),
+        np.array(hit),
+        np.arange(n, dtype=np.int64),
+        np.array(hit),
+        np.array([f"doc{q % 6}" for q in range(questions)]),
+    )
 
 
 def test_a_feature_that_tells_the_answer_is_learned_across_documents():

@@ -13,8 +13,21 @@ pytestmark = pytest.mark.skipif(not SQUAD.exists(), reason=f"shared dataset {SQU
 
 def test_fit_ranker_reports_the_comparison_and_commits_only_a_winner(tmp_path, capsys):
     store = tmp_path / "store"
-    code = run_eval(["--squad", str(SQUAD), "--articles", "2", "--sample", "60", "--store", str(store),
-                     "--fit-ranker", "--no-chart", "--quiet"])
+    code = run_eval(
+        [
+            "--squad",
+            str(SQUAD),
+            "--articles",
+            "2",
+            "--sample",
+            "60",
+            "--store",
+            str(store),
+            "--fit-ranker",
+            "--no-chart",
+            "--quiet",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "2-fold cross-validation across 2 documents" in out

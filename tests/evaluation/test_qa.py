@@ -96,10 +96,18 @@ def test_written_corpus_reads_back_identically_through_the_indexer(tmp_path: Pat
 
 
 def _squad_file(tmp_path: Path, context: str, answer: dict, title: str = "T") -> Path:
-    data = {"version": "1.1", "data": [{"title": title, "paragraphs": [
-        {"context": "First paragraph.", "qas": []},
-        {"context": context, "qas": [{"id": "q1", "question": "What?", "answers": [answer]}]},
-    ]}]}
+    data = {
+        "version": "1.1",
+        "data": [
+            {
+                "title": title,
+                "paragraphs": [
+                    {"context": "First paragraph.", "qas": []},
+                    {"context": context, "qas": [{"id": "q1", "question": "What?", "answers": [answer]}]},
+                ],
+            }
+        ],
+    }
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
@@ -148,8 +156,9 @@ GOOD = json.dumps({"question": "Who?", "doc_id": "a.txt", "answer_start": 3, "an
 
 
 def test_jsonl_loads_and_numbers_ids_by_line(tmp_path: Path) -> None:
-    second = json.dumps({"id": "x9", "question": "Where?", "doc_id": "b.txt", "answer_start": 0, "answer_end": 2,
-                         "answer": "ab"})
+    second = json.dumps(
+        {"id": "x9", "question": "Where?", "doc_id": "b.txt", "answer_start": 0, "answer_end": 2, "answer": "ab"}
+    )
     qa = load_jsonl(_jsonl(tmp_path, GOOD, "", second))
     assert qa.format == "jsonl" and qa.documents == {}
     assert qa.questions == [Question("1", "Who?", "a.txt", 3, 7, None), Question("x9", "Where?", "b.txt", 0, 2, "ab")]
@@ -160,8 +169,10 @@ def test_jsonl_loads_and_numbers_ids_by_line(tmp_path: Path) -> None:
     [
         ("{broken", r"qa\.jsonl:2: not valid JSON"),
         ("[1, 2]", r"qa\.jsonl:2: expected a JSON object"),
-        (json.dumps({"question": "Q", "doc_id": "a.txt", "answer_start": 1}),
-         r"qa\.jsonl:2: missing field\(s\) answer_end"),
+        (
+            json.dumps({"question": "Q", "doc_id": "a.txt", "answer_start": 1}),
+            r"qa\.jsonl:2: missing field\(s\) answer_end",
+        ),
         (json.dumps({"doc_id": "a.txt"}), r"missing field\(s\) question, answer_start, answer_end"),
         (json.dumps({"question": " ", "doc_id": "a", "answer_start": 0, "answer_end": 1}), "'question' must be"),
         (json.dumps({"question": "Q", "doc_id": 3, "answer_start": 0, "answer_end": 1}), "'doc_id' must be"),

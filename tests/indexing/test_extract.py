@@ -252,7 +252,7 @@ def test_a_nul_character_in_utf16_text_is_binary_like_a_nul_byte(tmp_path: Path)
 
 
 def test_content_hash_is_of_the_bytes_that_were_extracted(tmp_path: Path) -> None:
-    content = "Hashed text.".encode()
+    content = b"Hashed text."
     assert extract(write(tmp_path / "h.md", content)).content_hash == hashlib.sha256(content).hexdigest()
 
 
@@ -462,7 +462,9 @@ def test_html_without_visible_text_is_skipped(tmp_path: Path) -> None:
 
 
 def test_html_invalid_utf8_is_replaced_and_flagged(tmp_path: Path) -> None:
-    extracted = extract(write(tmp_path / "bad.html", "<p>Grüße, bad \xff byte</p>".encode().replace(b"\xc3\xbf", b"\xff")))
+    extracted = extract(
+        write(tmp_path / "bad.html", "<p>Grüße, bad \xff byte</p>".encode().replace(b"\xc3\xbf", b"\xff"))
+    )
     assert extracted == ExtractedText("Grüße, bad \ufffd byte", replaced_bytes=True)
 
 
@@ -487,10 +489,7 @@ def test_html_meta_charset_is_honoured(tmp_path: Path) -> None:
 
 
 def test_html_http_equiv_charset_is_honoured(tmp_path: Path) -> None:
-    markup = (
-        '<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">'
-        "<p>\x93quoted\x94 \x80</p>"
-    )
+    markup = '<meta http-equiv="Content-Type" content="text/html; charset=windows-1252"><p>\x93quoted\x94 \x80</p>'
     extracted = extract(write(tmp_path / "cp.htm", markup.encode("latin-1")))
     assert extracted.text == "“quoted” €"
 
@@ -639,9 +638,7 @@ def test_pdf_encrypted_with_an_empty_user_password_opens(tmp_path: Path) -> None
     assert "Readable text." in extract(path).text
 
 
-def test_pypdf_noise_is_silenced_and_its_log_level_restored(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_pypdf_noise_is_silenced_and_its_log_level_restored(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     pypdf_log = logging.getLogger("pypdf")
     before = pypdf_log.level
     broken = build_pdf([["Recoverable text."]]).replace(b"startxref\n", b"startxref\n9")  # bad xref offset
@@ -781,7 +778,7 @@ def test_a_file_that_disappeared_says_so(tmp_path: Path) -> None:
         ('<div aria-hidden="true">shown</div>', "shown"),
         ('<div hidden="until-found">shown</div>', "shown"),
         ('<p>a<br hidden>b<img hidden alt="x"></p>', "ab"),  # a hidden <br> breaks nothing
-        ('<div hidden/><p>after a self-closed hidden div</p>', "after a self-closed hidden div"),
+        ("<div hidden/><p>after a self-closed hidden div</p>", "after a self-closed hidden div"),
     ],
 )
 def test_html_hidden_by_attributes_is_dropped(tmp_path: Path, markup: str, expected: str) -> None:

@@ -9,8 +9,12 @@ from tests.helpers import index, write_corpus
 
 def chunk_ids(store, doc_id):
     snapshot = Snapshot.open(store)
-    return {c.id for level in ("broad", "mid", "narrow") for c in snapshot.catalog.chunks_of_level(level)
-            if c.doc_id == doc_id}
+    return {
+        c.id
+        for level in ("broad", "mid", "narrow")
+        for c in snapshot.catalog.chunks_of_level(level)
+        if c.doc_id == doc_id
+    }
 
 
 def test_first_run_indexes_every_document_with_exact_offsets(tmp_path):

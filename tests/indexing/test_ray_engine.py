@@ -102,9 +102,26 @@ def test_cli_on_ray_keeps_stdout_for_its_json_and_reports_progress_on_stderr(ray
     docs = write_corpus(tmp_path / "docs")
     address = ray_cluster.get_runtime_context().gcs_address
     result = subprocess.run(
-        [sys.executable, "-m", "granrag_mcp.cli", "index", str(docs), "--store", str(tmp_path / "store"),
-         "--engine", "ray", "--ray-address", address, "--device", "cpu", "--json"],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        [
+            sys.executable,
+            "-m",
+            "granrag_mcp.cli",
+            "index",
+            str(docs),
+            "--store",
+            str(tmp_path / "store"),
+            "--engine",
+            "ray",
+            "--ray-address",
+            address,
+            "--device",
+            "cpu",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)  # nothing but the summary on stdout

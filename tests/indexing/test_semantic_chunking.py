@@ -6,10 +6,15 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from granrag_mcp.indexing.chunking import ChunkSettings
 from granrag_mcp.errors import StoreMismatchError
+from granrag_mcp.indexing.chunking import ChunkSettings
 from granrag_mcp.indexing.semantic_chunking import (
-    boundaries, group_sentences, parse_override, percentile_for, semantic_documents, smoothed_distances,
+    boundaries,
+    group_sentences,
+    parse_override,
+    percentile_for,
+    semantic_documents,
+    smoothed_distances,
 )
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import Snapshot
@@ -20,13 +25,19 @@ from tests.helpers import current_chunks, index
 TOPICS = [
     "Quasar telescope redshift observed. Telescope quasar redshift measured. Quasar redshift telescope jets. "
     "Redshift quasar telescope data.",
-    "Sourdough oven crust baked. Oven sourdough crust browned. Sourdough crust oven dough. Crust sourdough oven "
-    "loaf.",
+    "Sourdough oven crust baked. Oven sourdough crust browned. Sourdough crust oven dough. Crust sourdough oven loaf.",
     "Sailboat harbour mainsail trimmed. Harbour sailboat mainsail tacked. Mainsail sailboat harbour wind. Sailboat "
     "mainsail harbour anchor.",
 ]
-SEMANTIC = ChunkSettings(broad_tokens=400, broad_overlap=0, mid_tokens=60, sentence_max_tokens=40,
-                         chunker="semantic", semantic_percentile=80, semantic_min_tokens=8)
+SEMANTIC = ChunkSettings(
+    broad_tokens=400,
+    broad_overlap=0,
+    mid_tokens=60,
+    sentence_max_tokens=40,
+    chunker="semantic",
+    semantic_percentile=80,
+    semantic_min_tokens=8,
+)
 
 
 def test_the_issue_example_has_one_boundary_at_the_largest_distance():
@@ -72,7 +83,9 @@ def test_overrides_pick_the_percentile_by_path_and_bad_ones_are_refused():
     with pytest.raises(ValidationError, match="chunker"):
         Settings(chunker="paragraphs")
     assert Settings(semantic_overrides=" **/math/**=90 , g.md=98").chunking.semantic_overrides == (
-        "**/math/**=90", "g.md=98")
+        "**/math/**=90",
+        "g.md=98",
+    )
 
 
 def test_mids_follow_the_topics_and_nest_their_sentences():

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from granrag_mcp.engine import run_index
-from granrag_mcp.engine import Engine
+from granrag_mcp.engine import Engine, run_index
 from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
@@ -45,10 +44,10 @@ def fuzz_store(tmp_path_factory: pytest.TempPathFactory) -> FuzzStore:
     """Generation 1 with two extra documents; generation 2 with one removed (--prune) and one changed."""
     root = tmp_path_factory.mktemp("fuzz")
     corpus = write_small_corpus(root / "corpus")
-    (corpus / "doomed.md").write_text("The doomed page talks about lanterns and copper kettles. " * 30,
-                                      encoding="utf-8")
-    (corpus / "changing.md").write_text("Version one of the changing page mentions meadows. " * 30,
-                                        encoding="utf-8")
+    (corpus / "doomed.md").write_text(
+        "The doomed page talks about lanterns and copper kettles. " * 30, encoding="utf-8"
+    )
+    (corpus / "changing.md").write_text("Version one of the changing page mentions meadows. " * 30, encoding="utf-8")
     embedder = FakeEmbedder(dimension=128)
     settings = fake_settings(root / "store")
     fake_index([corpus], settings, embedder)

@@ -169,8 +169,9 @@ def test_unknown_tools_and_odd_argument_containers(fuzz: tuple[Session, Context,
 
 @given(ids=st.lists(st.sampled_from(["stale", "live"]), min_size=1, max_size=12), data=st.data())
 @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-def test_stale_ids_are_named_in_a_clear_error(fuzz: tuple[Session, Context, FuzzStore], ids: list[str],
-                                              data: st.DataObject) -> None:
+def test_stale_ids_are_named_in_a_clear_error(
+    fuzz: tuple[Session, Context, FuzzStore], ids: list[str], data: st.DataObject
+) -> None:
     """Ids of a removed (--prune) or re-indexed document: every id tool names exactly the stale ones."""
     s, context, store = fuzz
     chosen = [data.draw(st.sampled_from(context.stale_ids if kind == "stale" else context.live_ids)) for kind in ids]

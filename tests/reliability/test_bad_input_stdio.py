@@ -47,8 +47,9 @@ def stdio(real_store: RealStore, tmp_path_factory: pytest.TempPathFactory) -> It
     next_id = current_manifest(settings_.store)["next_chunk_id"]
     stale = [f"{level}:{next_id + i}" for i, level in enumerate(["broad", "mid", "narrow"] * 3)]
     context = Context(list(live), stale, sorted(set(live.values())), surrogates=False)
-    params = StdioServerParameters(command=granrag_command(), args=["serve", "--store", str(settings_.store)],
-                                   env=server_env(settings_))
+    params = StdioServerParameters(
+        command=granrag_command(), args=["serve", "--store", str(settings_.store)], env=server_env(settings_)
+    )
     errlog_path = tmp_path_factory.mktemp("stdio-fuzz") / "server.stderr"
     with errlog_path.open("w") as errlog:
         with session(stdio_client(params, errlog=errlog)) as s:
@@ -104,7 +105,9 @@ class RawServer:
         self._stderr = stderr.open("wb")
         self.process = subprocess.Popen(
             [granrag_command(), "serve", "--store", str(store.settings.store)],
-            env=os.environ | server_env(store.settings), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env=os.environ | server_env(store.settings),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             stderr=self._stderr,
         )
         self._buffer = b""
@@ -140,13 +143,20 @@ class RawServer:
 
 
 def call_line(request_id: int, arguments_json: str, tool: str = "search_narrow") -> bytes:
-    return (f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call",'
-            f'"params":{{"name":"{tool}","arguments":{arguments_json}}}}}').encode()
+    return (
+        f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call",'
+        f'"params":{{"name":"{tool}","arguments":{arguments_json}}}}}'
+    ).encode()
 
 
 def initialize(server: RawServer) -> None:
-    server.send(server.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                 "clientInfo": {"name": "raw", "version": "0"}}))
+    server.send(
+        server.request(
+            1,
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+        )
+    )
     assert server.receive()["id"] == 1
     server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
@@ -191,16 +201,25 @@ def test_raw_lines_always_get_an_answer(real_store: RealStore, tmp_path: Path) -
                 result = answer["result"]
                 assert result["isError"] is (expected == "tool-error"), (request_id, result)
                 assert result["content"][0]["text"].strip() and not result["content"][0]["text"].strip().endswith(
-                    "Error executing tool search_narrow")
+                    "Error executing tool search_narrow"
+                )
         # what has no id that can be read is answered with id null, as JSON-RPC asks
-        for line, code in [(b"not json at all", -32700), (b"[1, 2]", -32600), (b'{"jsonrpc":"2.0","id":1.5,'
-                           b'"method":"ping"}', -32600), (b'{"jsonrpc":"2.0","id":[3],"method":"ping"}', -32600),
-                           (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600)]:
+        for line, code in [
+            (b"not json at all", -32700),
+            (b"[1, 2]", -32600),
+            (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600),
+            (b'{"jsonrpc":"2.0","id":[3],"method":"ping"}', -32600),
+            (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600),
+        ]:
             server.send(line)
             answer = server.receive()
             assert answer is not None and answer["id"] is None and answer["error"]["code"] == code, (line, answer)
-        for line in [b'{"jsonrpc":"2.0","method":"notifications/unknown"}', b"", b"   ",
-                     b'{"jsonrpc":"2.0","id":99,"result":{}}']:
+        for line in [
+            b'{"jsonrpc":"2.0","method":"notifications/unknown"}',
+            b"",
+            b"   ",
+            b'{"jsonrpc":"2.0","id":99,"result":{}}',
+        ]:
             server.send(line)  # valid notifications, responses and blank lines need no answer
         server.send(call_line(11, '{"query":"Zephyr Bridge engineer","k":1}'))
         answer = server.receive()

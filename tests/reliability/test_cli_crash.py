@@ -40,7 +40,7 @@ from tests.reliability.support import (
 from tests.server.test_stdio import granrag_command
 
 KINDS = ["commit-op", "renamed", "writing", "anywhere"]
-HOOK = '''
+HOOK = """
 import os
 if os.environ.get("GRANRAG_TEST_KILL_AT"):
     import signal
@@ -67,7 +67,7 @@ if os.environ.get("GRANRAG_TEST_KILL_AT"):
         return _publish(self, folder, manifest)
 
     _store.StoreWriter.publish = _reporting_publish
-'''
+"""
 
 
 def change_document(corpus: Path, trial: int) -> str:
@@ -109,8 +109,10 @@ def state_after_kill(run: IndexRun, killed: bool, committed: bool) -> str:
     if any(n.startswith(".tmp-gen-") and n.endswith(f"-{run.process.pid}") for n in left):
         return WRITING
     current = read_current(run.store).generation
-    if any(name > current and run.generations_before.get(name) != inode
-           for name, inode in generation_folders(run.store).items()):
+    if any(
+        name > current and run.generations_before.get(name) != inode
+        for name, inode in generation_folders(run.store).items()
+    ):
         return RENAMED
     return BEFORE
 
@@ -128,8 +130,12 @@ class IndexRun:
         self.generations_before = generation_folders(self.store)
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            [granrag_command(), "index", str(corpus), "--store", str(self.store), "--quiet"], env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [granrag_command(), "index", str(corpus), "--store", str(self.store), "--quiet"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def wait_for(self, predicate, limit: float = 300.0) -> float | None:
@@ -177,8 +183,7 @@ def check_after_kill(settings, generations: set[int], search: bool) -> int:
     status = status_agrees_with_manifest(settings)
     assert status["documents"] in (5, 6)  # changing.md is new in the first run
     if search:
-        found = run_cli(settings, "search", "harbour crane trial", "--store", str(settings.store), "-k", "3",
-                        "--json")
+        found = run_cli(settings, "search", "harbour crane trial", "--store", str(settings.store), "-k", "3", "--json")
         assert found.code == 0, found.stderr
         assert len(json.loads(found.stdout)) == 3
     return generation
@@ -213,7 +218,7 @@ def run_trials(real_store: RealStore, tmp_path: Path, trials: int, seed: int, se
             else:  # renamed: the hidden folder appeared, then went (renamed to gen-NNNNNN, CURRENT not yet replaced)
                 run.wait_for(lambda new: any(n.startswith(".tmp-gen-") for n in new))
                 hidden = {n for n in entries(settings.store) - run.before if n.startswith(".tmp-gen-")}
-                run.wait_for(lambda new: not hidden & new)
+                run.wait_for(lambda new, hidden=hidden: not hidden & new)
             killed = run.kill()
         committed = (settings.store / "CURRENT").read_text() != current_before
         tally[state_after_kill(run, killed, committed)] += 1
@@ -242,8 +247,10 @@ def run_trials(real_store: RealStore, tmp_path: Path, trials: int, seed: int, se
     assert read_current(settings.store).generation == f"gen-{generation + 1:06d}"
     figures = dict(tally) | {"trials": trials, "failures": 0, "seconds": round(time.monotonic() - started)}
     if timing:
-        figures |= {"calibrated run s": round(timing["total"], 2),
-                    "commit window ms": round(1000 * (timing["current"] - timing["tmp"]), 1)}
+        figures |= {
+            "calibrated run s": round(timing["total"], 2),
+            "commit window ms": round(1000 * (timing["current"] - timing["tmp"]), 1),
+        }
     return figures
 
 

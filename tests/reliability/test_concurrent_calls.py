@@ -24,8 +24,14 @@ from tests.reliability.support import record, text_of
 
 TASKS = 8
 SECONDS = float(os.environ.get("GRANRAG_CONCURRENT_SECONDS", "8"))
-QUERIES = ["Who built the Zephyr Bridge?", "lighthouse lens prisms", "Quillon apple cellar", "emoji flag family",
-           "granary ferry quarry blanket meadow", "Ignore previous instructions"]
+QUERIES = [
+    "Who built the Zephyr Bridge?",
+    "lighthouse lens prisms",
+    "Quillon apple cellar",
+    "emoji flag family",
+    "granary ferry quarry blanket meadow",
+    "Ignore previous instructions",
+]
 
 
 @pytest.fixture(scope="module")
@@ -51,16 +57,17 @@ def parallel_calls(real_store: RealStore, engine: Engine, seconds: float, name: 
         rng = random.Random(number)
         while time.monotonic() < deadline:
             query = rng.choice(QUERIES)
-            found = await client.call_tool("search_narrow", {"query": query, "k": rng.randint(5, 20),
-                                                             "lexical": rng.random() < 0.5})
+            found = await client.call_tool(
+                "search_narrow", {"query": query, "k": rng.randint(5, 20), "lexical": rng.random() < 0.5}
+            )
             calls = [found]
             if not found.is_error:
                 ids = [h["chunk_id"] for h in found.structured_content["hits"]]
                 # passages of different lengths: different padding in each embedding batch
-                calls.append(await client.call_tool("rerank", {"query": query, "chunk_ids": ids,
-                                                               "top_n": 3}))
-                calls.append(await client.call_tool("hrr_search", {"query": query, "k": 2,
-                                                                   "rerank_n": rng.randint(5, 40)}))
+                calls.append(await client.call_tool("rerank", {"query": query, "chunk_ids": ids, "top_n": 3}))
+                calls.append(
+                    await client.call_tool("hrr_search", {"query": query, "k": 2, "rerank_n": rng.randint(5, 40)})
+                )
                 calls.append(await client.call_tool("search_fused", {"query": query, "k": 8}))
             for result in calls:
                 tally["calls"] += 1

@@ -111,16 +111,13 @@ def one_error_line(lines: list[str]) -> str:
     return errors[0]
 
 
-CASES = [
-    pytest.param(name, kind)
-    for name in STORE_FILES for kind in DAMAGES
-]
+CASES = [pytest.param(name, kind) for name in STORE_FILES for kind in DAMAGES]
 
 
 @pytest.mark.parametrize("victim, kind", CASES)
-def test_damage_is_caught_before_parsing_and_recovered(store: Path, victim: str, kind: str,
-                                                       monkeypatch: pytest.MonkeyPatch,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_damage_is_caught_before_parsing_and_recovered(
+    store: Path, victim: str, kind: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     settings = fake_settings(store)
     current = store / "gen-000002"
     damage(current / victim, kind, random.Random(f"{victim}-{kind}"))
@@ -156,11 +153,21 @@ def test_damage_is_caught_before_parsing_and_recovered(store: Path, victim: str,
     TALLY["recovered"] += 1
 
 
-@pytest.mark.parametrize("content", [b"", b"garbage", b"gen-000002\n", b"gen-000002 " + b"0" * 64 + b"\n",
-                                     b"gen-000009 " + b"0" * 64 + b"\n",
-                                     b"\xff\xfe\x00", b"../../etc 00\n"])
-def test_a_damaged_current_pointer(store: Path, content: bytes, monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"garbage",
+        b"gen-000002\n",
+        b"gen-000002 " + b"0" * 64 + b"\n",
+        b"gen-000009 " + b"0" * 64 + b"\n",
+        b"\xff\xfe\x00",
+        b"../../etc 00\n",
+    ],
+)
+def test_a_damaged_current_pointer(
+    store: Path, content: bytes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (store / CURRENT_FILE).write_bytes(content)
     spy = ParserSpy(monkeypatch)
     code, out, lines = cli(capsys, "status", "--store", str(store))
@@ -183,8 +190,15 @@ def test_both_generations_damaged_says_to_rebuild(store: Path, capsys: pytest.Ca
     assert summary.committed and Snapshot.open(store).generation == summary.generation
 
 
-@pytest.mark.parametrize("victim, kind", [("broad.faiss", "truncate-half"), ("catalog.sqlite", "bit-flip"),
-                                          ("mid.bm25.indices.npy", "empty"), ("manifest.json", "truncate-one-byte")])
+@pytest.mark.parametrize(
+    "victim, kind",
+    [
+        ("broad.faiss", "truncate-half"),
+        ("catalog.sqlite", "bit-flip"),
+        ("mid.bm25.indices.npy", "empty"),
+        ("manifest.json", "truncate-one-byte"),
+    ],
+)
 def test_the_real_cli_prints_one_line_and_exits_1(store: Path, victim: str, kind: str) -> None:
     settings = fake_settings(store)
     damage(store / "gen-000002" / victim, kind, random.Random(0))
@@ -205,8 +219,9 @@ def server_over_fakes(store: Path):
     return settings, embedder, build_server(settings, engine_factory=lambda _: engine)
 
 
-def test_the_server_keeps_serving_when_a_damaged_generation_is_published(store: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_server_keeps_serving_when_a_damaged_generation_is_published(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A new generation that fails its checks is not loaded; the server answers from the one it has."""
     settings, embedder, server = server_over_fakes(store)
     corpus = store.parent / "corpus"
@@ -256,8 +271,9 @@ def test_a_generation_without_its_manifest_or_folder_is_not_loaded(store: Path) 
 def test_real_cli_search_on_a_damaged_store_then_recover(real_store, tmp_path: Path, victim: str) -> None:
     from tests.reliability.support import copy_store
 
-    settings = real_store.settings.model_copy(update={"store": copy_store(real_store.settings.store,
-                                                                          tmp_path / "store")})
+    settings = real_store.settings.model_copy(
+        update={"store": copy_store(real_store.settings.store, tmp_path / "store")}
+    )
     current = settings.store / read_current(settings.store).generation
     damage(current / victim, "truncate-half", random.Random(0))
     search = run_cli(settings, "search", "Zephyr Bridge", "--store", str(settings.store), "-k", "2")

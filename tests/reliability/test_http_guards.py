@@ -21,8 +21,12 @@ from granrag_mcp.server.http import MAX_REQUEST_BYTES
 from tests.reliability.conftest import RealStore
 from tests.server.test_http import INITIALIZE, MCP_HEADERS, TOKEN, Running, start, stop
 
-TOOL_CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-             "params": {"name": "list_documents", "arguments": {"limit": 1}}}
+TOOL_CALL = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "list_documents", "arguments": {"limit": 1}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +53,8 @@ def big_body(size: int) -> bytes:
 
 
 def streamed(body: bytes, piece: int = 64 * 1024) -> Iterator[bytes]:
-    for start in range(0, len(body), piece):
-        yield body[start : start + piece]
+    for begin in range(0, len(body), piece):
+        yield body[begin : begin + piece]
 
 
 def session_headers(http: httpx2.Client, server: Running, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -58,8 +62,9 @@ def session_headers(http: httpx2.Client, server: Running, extra: dict[str, str] 
     extra = extra or {}
     answer = http.post(server.url, json=INITIALIZE, headers=MCP_HEADERS | extra)
     assert answer.status_code == 200, answer.text
-    headers = MCP_HEADERS | extra | {"mcp-session-id": answer.headers["mcp-session-id"],
-                                     "mcp-protocol-version": "2025-06-18"}
+    headers = (
+        MCP_HEADERS | extra | {"mcp-session-id": answer.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    )
     http.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
     return headers
 
@@ -90,8 +95,12 @@ def test_checks_apply_to_every_method_and_in_order(servers: dict[str, Running]) 
     with httpx2.Client(timeout=60) as http:
         for method in ("GET", "POST", "DELETE", "PUT", "OPTIONS"):
             assert http.request(method, open_server.url, headers=MCP_HEADERS | evil_host).status_code == 421, method
-            assert http.request(method, open_server.url, headers=MCP_HEADERS | {"Origin": "http://evil.example"}
-                                ).status_code == 403, method
+            assert (
+                http.request(
+                    method, open_server.url, headers=MCP_HEADERS | {"Origin": "http://evil.example"}
+                ).status_code
+                == 403
+            ), method
             assert http.request(method, token_server.url, headers=MCP_HEADERS).status_code == 401, method
             for path in ("/", "/mcp/", "/other", "/.well-known/oauth-protected-resource"):
                 url = token_server.url.replace("/mcp", path)
@@ -100,31 +109,60 @@ def test_checks_apply_to_every_method_and_in_order(servers: dict[str, Running]) 
         token_port = token_server.port
         assert http.post(token_server.url, content=big, headers=MCP_HEADERS).status_code == 401
         assert http.post(token_server.url, content=big, headers=MCP_HEADERS | auth).status_code == 413
-        assert http.post(token_server.url, content=big, headers=MCP_HEADERS | auth | {
-            "Host": f"evil.example:{token_port}"}).status_code == 413
-        assert http.post(token_server.url, json=INITIALIZE, headers=MCP_HEADERS | auth | {
-            "Host": f"evil.example:{token_port}"}).status_code == 421
-        assert http.post(token_server.url, json=INITIALIZE, headers=MCP_HEADERS | auth | {
-            "Origin": "http://evil.example"}).status_code == 403
-        for bad in ("Bearer", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN} extra", f"bearer{TOKEN}",
-                    "Bearer " + "x" * 8000, f"Bearer\t{TOKEN}x"):
-            assert http.post(token_server.url, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": bad}
-                             ).status_code == 401, bad
+        assert (
+            http.post(
+                token_server.url, content=big, headers=MCP_HEADERS | auth | {"Host": f"evil.example:{token_port}"}
+            ).status_code
+            == 413
+        )
+        assert (
+            http.post(
+                token_server.url, json=INITIALIZE, headers=MCP_HEADERS | auth | {"Host": f"evil.example:{token_port}"}
+            ).status_code
+            == 421
+        )
+        assert (
+            http.post(
+                token_server.url, json=INITIALIZE, headers=MCP_HEADERS | auth | {"Origin": "http://evil.example"}
+            ).status_code
+            == 403
+        )
+        for bad in (
+            "Bearer",
+            f"Bearer {TOKEN[:-1]}",
+            f"Bearer {TOKEN} extra",
+            f"bearer{TOKEN}",
+            "Bearer " + "x" * 8000,
+            f"Bearer\t{TOKEN}x",
+        ):
+            assert (
+                http.post(token_server.url, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": bad}).status_code
+                == 401
+            ), bad
         assert http.post(token_server.url, json=INITIALIZE, headers=MCP_HEADERS | auth).status_code == 200
 
 
-@pytest.mark.parametrize("body, expected", [
-    (b"not json", {400}),
-    (b"", {400}),
-    (b"[]", {400}),
-    (b'{"jsonrpc":"2.0","id":5,"method":5}', {400}),
-    (b"\xff\xfe\x00garbage", {400}),
-    (b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search_narrow",'
-     b'"arguments":{"query":"bridge \\ud83d"}}}', {200, 400}),
-    (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_narrow",'
-     b'"arguments":{"query":"x","k":1e400}}}', {200, 400}),
-    (b"{" * 100_000, {400}),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (b"not json", {400}),
+        (b"", {400}),
+        (b"[]", {400}),
+        (b'{"jsonrpc":"2.0","id":5,"method":5}', {400}),
+        (b"\xff\xfe\x00garbage", {400}),
+        (
+            b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search_narrow",'
+            b'"arguments":{"query":"bridge \\ud83d"}}}',
+            {200, 400},
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_narrow",'
+            b'"arguments":{"query":"x","k":1e400}}}',
+            {200, 400},
+        ),
+        (b"{" * 100_000, {400}),
+    ],
+)
 def test_malformed_bodies_are_answered(servers: dict[str, Running], body: bytes, expected: set[int]) -> None:
     server = servers["open"]
     with httpx2.Client(timeout=60) as http:
@@ -133,7 +171,7 @@ def test_malformed_bodies_are_answered(servers: dict[str, Running], body: bytes,
         print(f"{body[:60]!r}: {answer.status_code} {answer.text[:160]!r}")
         assert answer.status_code in expected, (answer.status_code, answer.text[:300])
         if answer.status_code == 200:  # parsed after all: a tool result or a tool error, never the bare error
-            assert "result" in answer.text and "Error executing tool search_narrow\"" not in answer.text
+            assert "result" in answer.text and 'Error executing tool search_narrow"' not in answer.text
         again = http.post(server.url, json=TOOL_CALL, headers=headers)
         assert again.status_code == 200 and "total" in again.text
 
@@ -141,10 +179,12 @@ def test_malformed_bodies_are_answered(servers: dict[str, Running], body: bytes,
 def test_wrong_content_type_and_accept(servers: dict[str, Running]) -> None:
     server = servers["open"]
     with httpx2.Client(timeout=60) as http:
-        text_plain = http.post(server.url, content=b"{}", headers={"Accept": MCP_HEADERS["Accept"],
-                                                                   "Content-Type": "text/plain"})
-        no_accept = http.post(server.url, json=INITIALIZE, headers={"Content-Type": "application/json",
-                                                                    "Accept": "text/html"})
+        text_plain = http.post(
+            server.url, content=b"{}", headers={"Accept": MCP_HEADERS["Accept"], "Content-Type": "text/plain"}
+        )
+        no_accept = http.post(
+            server.url, json=INITIALIZE, headers={"Content-Type": "application/json", "Accept": "text/html"}
+        )
     assert text_plain.status_code in (400, 415)
     assert no_accept.status_code in (400, 406)
 
@@ -152,11 +192,24 @@ def test_wrong_content_type_and_accept(servers: dict[str, Running]) -> None:
 def test_the_limit_fits_the_largest_valid_call() -> None:
     import json
 
-    query = "\U0001F600" * 4000
+    query = "\U0001f600" * 4000
     ids = ["narrow:" + "9" * 18] * 100
-    largest = json.dumps({"jsonrpc": "2.0", "id": 2**53, "method": "tools/call", "params": {
-        "name": "rerank", "arguments": {"query": query, "chunk_ids": [i.ljust(64, "\u00e9") for i in ids],
-                                        "top_n": 100, "max_tokens": 100_000}}})
+    largest = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2**53,
+            "method": "tools/call",
+            "params": {
+                "name": "rerank",
+                "arguments": {
+                    "query": query,
+                    "chunk_ids": [i.ljust(64, "\u00e9") for i in ids],
+                    "top_n": 100,
+                    "max_tokens": 100_000,
+                },
+            },
+        }
+    )
     assert len(largest.encode()) < 150_000 < MAX_REQUEST_BYTES
 
 
@@ -208,8 +261,13 @@ def initialize(http: httpx2.Client, server: Running) -> httpx2.Response:
 @pytest.fixture(scope="module")
 def quick(real_store: RealStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     """A server with short deadlines: 2 s for a request head, one session that expires after 2 idle seconds."""
-    server = start(real_store.settings, tmp_path_factory.mktemp("quick"), GRANRAG_HTTP_HEADER_TIMEOUT="2",
-                   GRANRAG_HTTP_MAX_SESSIONS="1", GRANRAG_HTTP_SESSION_IDLE_TIMEOUT="2")
+    server = start(
+        real_store.settings,
+        tmp_path_factory.mktemp("quick"),
+        GRANRAG_HTTP_HEADER_TIMEOUT="2",
+        GRANRAG_HTTP_MAX_SESSIONS="1",
+        GRANRAG_HTTP_SESSION_IDLE_TIMEOUT="2",
+    )
     try:
         yield server
     finally:
@@ -262,12 +320,16 @@ def test_the_session_cap_and_idle_timeout_apply(quick: Running) -> None:
                 break
             assert later.status_code == 503, later.text
         assert later.status_code == 200, "the first session never expired"
-        expired = http.post(quick.url, json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
-                            headers=MCP_HEADERS | {"mcp-session-id": first.headers["mcp-session-id"],
-                                                   "mcp-protocol-version": "2025-06-18"})
+        expired = http.post(
+            quick.url,
+            json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
+            headers=MCP_HEADERS
+            | {"mcp-session-id": first.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"},
+        )
         assert expired.status_code == 404
-        http.delete(quick.url, headers={"mcp-session-id": later.headers["mcp-session-id"],
-                                        "mcp-protocol-version": "2025-06-18"})
+        http.delete(
+            quick.url, headers={"mcp-session-id": later.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        )
 
 
 def lower_open_files(limit: int) -> Callable[[], None]:
@@ -299,8 +361,10 @@ def open_many(port: int, count: int) -> list[socket.socket]:
 
 def partial_post(port: int) -> bytes:
     """A tool call's head and the first bytes of its 1000-byte body: a request being served, waiting for the rest."""
-    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json, text/event-stream\r\n"
-            "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json, text/event-stream\r\n"
+        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    )
     return head.encode() + b'{"jsonrpc":"2.0",'
 
 
@@ -322,8 +386,13 @@ def test_the_connection_limit_keeps_descriptors_for_legitimate_requests(real_sto
     """64 descriptors and GRANRAG_HTTP_MAX_CONNECTIONS=8. 150 idle connections: the server never runs out of
     descriptors and a new request is served, an idle connection closed to make room. 8 requests being served (their
     bodies half sent): one more connection is answered 503 at once, and served again once they are gone."""
-    server = start(real_store.settings, tmp_path, popen={"preexec_fn": lower_open_files(64)},
-                   GRANRAG_HTTP_MAX_CONNECTIONS="8", GRANRAG_HTTP_HEADER_TIMEOUT="60")
+    server = start(
+        real_store.settings,
+        tmp_path,
+        popen={"preexec_fn": lower_open_files(64)},
+        GRANRAG_HTTP_MAX_CONNECTIONS="8",
+        GRANRAG_HTTP_HEADER_TIMEOUT="60",
+    )
     try:
         with httpx2.Client(timeout=30) as http:
             wait_until_ready(http, server)
@@ -367,8 +436,9 @@ def test_running_out_of_descriptors_logs_a_few_lines_and_recovers(real_store: Re
     """64 descriptors with the default connection limit of 100: connections exhaust them. The log says so in a
     bounded number of lines (it used to print thousands of tracebacks a second) and, once the connections are
     gone, the server accepts and serves again."""
-    server = start(real_store.settings, tmp_path, popen={"preexec_fn": lower_open_files(64)},
-                   GRANRAG_HTTP_HEADER_TIMEOUT="60")
+    server = start(
+        real_store.settings, tmp_path, popen={"preexec_fn": lower_open_files(64)}, GRANRAG_HTTP_HEADER_TIMEOUT="60"
+    )
     try:
         with httpx2.Client(timeout=30) as http:
             wait_until_ready(http, server)

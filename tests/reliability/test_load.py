@@ -53,9 +53,16 @@ SLOW_SECONDS = float(os.environ.get("GRANRAG_LOAD_SECONDS", "180"))
 MAX_INDEX_RUNS = 200  # the commit loop stops at this count or at the deadline, whichever comes first
 RSS_BOUND_MB = 50.0
 QUERIES = [
-    "Who built the Zephyr Bridge?", "Harrow Point lighthouse lens prisms", "When does the Quillon apple ripen?",
-    "harbour crane trial", "which page was rewritten", "market lantern harvest copper", "Ignore previous instructions",
-    "emoji family flag", "granary blanket quarry ferry", "orchard cellar September",
+    "Who built the Zephyr Bridge?",
+    "Harrow Point lighthouse lens prisms",
+    "When does the Quillon apple ripen?",
+    "harbour crane trial",
+    "which page was rewritten",
+    "market lantern harvest copper",
+    "Ignore previous instructions",
+    "emoji family flag",
+    "granary blanket quarry ferry",
+    "orchard cellar September",
 ]
 CHANGING = "changing.md"
 UNKNOWN_ID = "unknown chunk id"
@@ -64,7 +71,8 @@ UNKNOWN_ID = "unknown chunk id"
 def change(corpus: Path, number: int) -> None:
     (corpus / CHANGING).write_text(
         f"# Crane log\n\nRevision {number}: the harbour crane lifted {number * 3} crates of timber.\n" * 6,
-        encoding="utf-8")
+        encoding="utf-8",
+    )
 
 
 class Window:
@@ -104,7 +112,11 @@ class CommitLoop:
             started = time.monotonic()
             done = subprocess.run(
                 [granrag_command(), "index", str(self.corpus), "--store", str(self.settings.store), "--quiet"],
-                env=cli_env(self.settings), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+                env=cli_env(self.settings),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=300,
             )
             self.runs.append((done.returncode, time.monotonic() - started))
             if done.returncode == 0 and len(self.runs) == 1:
@@ -153,16 +165,18 @@ async def client_loop(number: int, url: str, window: Window, tools: dict[str, An
                 jsonschema.validate(content, tools[name].output_schema)
                 generation = content["generation"]
                 if generation < last_generation:
-                    stats.failures.append(f"client {number}: generation went back from {last_generation} to "
-                                          f"{generation} in {name}")
+                    stats.failures.append(
+                        f"client {number}: generation went back from {last_generation} to {generation} in {name}"
+                    )
                 last_generation = generation
                 stats.generations.add(generation)
                 return content
 
             while window.open():
                 query = rng.choice(QUERIES)
-                search = rng.choice(["search_narrow", "search_broad", "search_fused", "search_fused_union",
-                                     "hrr_search"])
+                search = rng.choice(
+                    ["search_narrow", "search_broad", "search_fused", "search_fused_union", "hrr_search"]
+                )
                 arguments: dict[str, Any] = {"query": query, "k": rng.randint(3, 10), "max_tokens": 2000}
                 if search == "search_fused_union":
                     search, arguments["method"] = "search_fused", "union"
@@ -186,8 +200,10 @@ async def client_loop(number: int, url: str, window: Window, tools: dict[str, An
                 if not stable:
                     continue
                 target = rng.choice(stable)
-                await call("expand_window", {"chunk_id": target, "before": rng.randint(0, 3),
-                                             "after": rng.randint(0, 3), "max_tokens": 1000})
+                await call(
+                    "expand_window",
+                    {"chunk_id": target, "before": rng.randint(0, 3), "after": rng.randint(0, 3), "max_tokens": 1000},
+                )
                 fine = [i for i in stable if not i.startswith("broad:")]
                 if fine:
                     await call("get_parent", {"chunk_ids": fine[:5], "max_tokens": 1500})
@@ -197,14 +213,16 @@ async def client_loop(number: int, url: str, window: Window, tools: dict[str, An
 
 
 def http_load(real_store: RealStore, tmp_path: Path, seconds: float, name: str) -> dict[str, Any]:
-    settings = real_store.settings.model_copy(update={"store": copy_store(real_store.settings.store,
-                                                                          tmp_path / "store")})
+    settings = real_store.settings.model_copy(
+        update={"store": copy_store(real_store.settings.store, tmp_path / "store")}
+    )
     corpus = tmp_path / "corpus"
     shutil.copytree(real_store.corpus, corpus)
     server = start(settings, tmp_path / "server")
     stats = Stats()
     samples: list[tuple[float, int, int]] = []
     try:
+
         async def warm_up() -> dict[str, Any]:
             async with Client(server.url) as client:  # waits for the model: the first call blocks until ready
                 await client.call_tool("search_narrow", {"query": "warm up", "k": 1})
@@ -237,8 +255,11 @@ def http_load(real_store: RealStore, tmp_path: Path, seconds: float, name: str) 
     assert commits.errors == [], commits.errors
     all_latency = [x for values in stats.latency.values() for x in values]
     figures = {
-        "clients": CLIENTS, "seconds": round(elapsed, 1), "calls": stats.tally["calls"],
-        "failed calls": len(stats.failures), "calls/s": round(stats.tally["calls"] / elapsed, 1),
+        "clients": CLIENTS,
+        "seconds": round(elapsed, 1),
+        "calls": stats.tally["calls"],
+        "failed calls": len(stats.failures),
+        "calls/s": round(stats.tally["calls"] / elapsed, 1),
         "index runs committed": sum(1 for code, _ in commits.runs if code == 0),
         "generations served": sorted(stats.generations),
         "latency all": summary(all_latency),
@@ -281,8 +302,9 @@ def server_pid(store: Path) -> int:
 
 def stdio_memory(real_store: RealStore, tmp_path: Path, seconds: float, warm_up: float, name: str) -> dict:
     settings = real_store.settings
-    params = StdioServerParameters(command=granrag_command(), args=["serve", "--store", str(settings.store)],
-                                   env=server_env(settings))
+    params = StdioServerParameters(
+        command=granrag_command(), args=["serve", "--store", str(settings.store)], env=server_env(settings)
+    )
     rng = random.Random(5)
     latency: list[float] = []
     samples: list[tuple[float, int]] = []
@@ -290,8 +312,10 @@ def stdio_memory(real_store: RealStore, tmp_path: Path, seconds: float, warm_up:
     errlog_path = tmp_path / "server.stderr"
     with errlog_path.open("w") as errlog, session(stdio_client(params, errlog=errlog)) as s:
         pid = server_pid(settings.store)
-        ids = [h["chunk_id"] for h in s.call("search_narrow", {"query": "lighthouse", "k": 20},
-                                            timeout=300).structured_content["hits"]]
+        ids = [
+            h["chunk_id"]
+            for h in s.call("search_narrow", {"query": "lighthouse", "k": 20}, timeout=300).structured_content["hits"]
+        ]
         started = time.monotonic()
         measured_from = started + warm_up
         next_sample = started
@@ -324,11 +348,18 @@ def stdio_memory(real_store: RealStore, tmp_path: Path, seconds: float, warm_up:
     growth_mb = (max(measured) - baseline) / 1024
     tail = measured[len(measured) // 2 :]
     figures = {
-        "seconds measured": seconds, "warm-up s": warm_up, "calls": calls, "failed calls": failures,
-        "calls/s": round(calls / (seconds + warm_up), 1), "latency": summary(latency),
-        "rss MB at start of measure": round(baseline / 1024, 1), "rss MB max": round(max(measured) / 1024, 1),
-        "rss MB end": round(measured[-1] / 1024, 1), "rss growth MB": round(growth_mb, 1),
-        "rss growth MB (second half)": round((max(tail) - tail[0]) / 1024, 1), "bound MB": RSS_BOUND_MB,
+        "seconds measured": seconds,
+        "warm-up s": warm_up,
+        "calls": calls,
+        "failed calls": failures,
+        "calls/s": round(calls / (seconds + warm_up), 1),
+        "latency": summary(latency),
+        "rss MB at start of measure": round(baseline / 1024, 1),
+        "rss MB max": round(max(measured) / 1024, 1),
+        "rss MB end": round(measured[-1] / 1024, 1),
+        "rss growth MB": round(growth_mb, 1),
+        "rss growth MB (second half)": round((max(tail) - tail[0]) / 1024, 1),
+        "bound MB": RSS_BOUND_MB,
     }
     record(name, figures)
     assert failures == 0

@@ -4,14 +4,22 @@ import numpy as np
 import pytest
 
 from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.rerankers import SentenceWindowReranker
 from granrag_mcp.retrieval.candidate_ranker import (
-    ALL_FEATURES, INSIDE_FEATURES, LinearModel, QueryTerms, Sentences, inside_features, order_by,
-    read_ranker, shipped_ranker, stem,
+    ALL_FEATURES,
+    INSIDE_FEATURES,
+    LinearModel,
+    QueryTerms,
+    Sentences,
+    inside_features,
+    order_by,
+    read_ranker,
+    shipped_ranker,
+    stem,
 )
 from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
 from granrag_mcp.retrieval.rerank import rerank
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.rerankers import SentenceWindowReranker
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
@@ -35,18 +43,23 @@ def test_stemming_folds_word_forms_together():
 def test_the_shipped_ranker_reads_and_round_trips(tmp_path):
     ranker = shipped_ranker()
     assert set(ranker.hrr.features) <= set(ALL_FEATURES) and set(ranker.chunks.features) <= set(INSIDE_FEATURES)
-    assert ranker.cross_validation["hrr"]["fitted"]["broad MRR@5"] > ranker.cross_validation["hrr"]["HRR"]["broad MRR@5"]
+    assert (
+        ranker.cross_validation["hrr"]["fitted"]["broad MRR@5"] > ranker.cross_validation["hrr"]["HRR"]["broad MRR@5"]
+    )
     ranker.write(tmp_path / "r.json")
     again = read_ranker(tmp_path / "r.json")
     assert again.name == ranker.name and np.array_equal(again.hrr.coef, ranker.hrr.coef)
 
 
-@pytest.mark.parametrize("damage", [
-    lambda d: d.update(format="other"),
-    lambda d: d["models"]["hrr"].update(coef=[1.0]),
-    lambda d: d["models"]["chunks"]["features"].append("no_such_feature"),
-    lambda d: d["models"]["hrr"].update(scale=[0.0] * len(d["models"]["hrr"]["features"])),
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: d.update(format="other"),
+        lambda d: d["models"]["hrr"].update(coef=[1.0]),
+        lambda d: d["models"]["chunks"]["features"].append("no_such_feature"),
+        lambda d: d["models"]["hrr"].update(scale=[0.0] * len(d["models"]["hrr"]["features"])),
+    ],
+)
 def test_a_damaged_ranker_file_is_refused_with_what_to_do(tmp_path, damage):
     data = shipped_ranker().to_json()
     damage(data)
@@ -56,7 +69,9 @@ def test_a_damaged_ranker_file_is_refused_with_what_to_do(tmp_path, damage):
 
 
 def test_a_linear_model_scores_standardised_features():
-    model = LinearModel(("cover_1", "bm25_best"), np.array([1.0, 0.0]), np.array([2.0, 1.0]), np.array([1.0, -1.0]), 0.5)
+    model = LinearModel(
+        ("cover_1", "bm25_best"), np.array([1.0, 0.0]), np.array([2.0, 1.0]), np.array([1.0, -1.0]), 0.5
+    )
     scores = model.score({"cover_1": np.array([3.0, 1.0]), "bm25_best": np.array([0.0, 2.0]), "other": np.zeros(2)})
     assert scores.tolist() == [1.5, -1.5]
 
@@ -76,13 +91,16 @@ def _sentences(texts_per_candidate):
 
 
 def test_coverage_counts_query_words_in_one_to_three_consecutive_sentences():
-    query = QueryTerms(stem(["telescop", "quasar", "redshift"]), np.array([1.0, 2.0, 1.0]),
-                       [tuple(stem(["quasar", "redshift"]))])
-    sentences = _sentences([
-        ["The telescopes saw a quasar and its redshift.", "Nothing else."],  # all three in one sentence
-        ["The telescope was new.", "A quasar shone.", "Its redshift was large."],  # spread over three
-        ["Bread rises in the oven."],  # none
-    ])
+    query = QueryTerms(
+        stem(["telescop", "quasar", "redshift"]), np.array([1.0, 2.0, 1.0]), [tuple(stem(["quasar", "redshift"]))]
+    )
+    sentences = _sentences(
+        [
+            ["The telescopes saw a quasar and its redshift.", "Nothing else."],  # all three in one sentence
+            ["The telescope was new.", "A quasar shone.", "Its redshift was large."],  # spread over three
+            ["Bread rises in the oven."],  # none
+        ]
+    )
     out = inside_features(query, np.array([1, 0, 0, 0], np.float32), sentences, [0.3, 0.2, 0.1])
     assert out["cover_1"].tolist() == [1.0, 0.5, 0.0]
     assert out["cover_2"][1] == 0.75 and out["cover_3"][1] == 1.0 and out["cover_all"][1] == 1.0
@@ -95,8 +113,9 @@ def test_coverage_counts_query_words_in_one_to_three_consecutive_sentences():
 
 def test_word_pairs_count_when_adjacent():
     query = QueryTerms(stem(["quasar", "redshift"]), np.array([1.0, 1.0]), [tuple(stem(["quasar", "redshift"]))])
-    out = inside_features(query, np.zeros(4, np.float32), _sentences([["The quasar redshift."], ["Redshift, quasar."]]),
-                          [0.0, 0.0])
+    out = inside_features(
+        query, np.zeros(4, np.float32), _sentences([["The quasar redshift."], ["Redshift, quasar."]]), [0.0, 0.0]
+    )
     assert out["bigram_best"].tolist() == [1.0, 0.0]
 
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from granrag_mcp.records import Chunk
 from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.diversify import (
-    MAX_CLUSTERS, candidate_depth, diversify, fold_nested, kmeans_labels, mmr_order, relevance,
+    MAX_CLUSTERS,
+    candidate_depth,
+    diversify,
+    fold_nested,
+    kmeans_labels,
+    mmr_order,
+    relevance,
 )
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.union import search_union
@@ -18,9 +24,7 @@ from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
 
 PUMP = "The harbour pump lifts seawater into the dry dock basin every morning."
-COPIES = {
-    f"copy{i}.md": f"{PUMP} Dock crews check it daily. Copy number {i} of the pump note." for i in range(6)
-}
+COPIES = {f"copy{i}.md": f"{PUMP} Dock crews check it daily. Copy number {i} of the pump note." for i in range(6)}
 OTHERS = {
     "valves.md": "The pump valve seals the seawater line when the dock basin drains.",
     "engines.md": "A diesel engine drives the harbour pump during a storm surge.",
@@ -90,24 +94,39 @@ def test_kmeans_never_makes_more_clusters_than_candidates_or_k(view):
 
 def test_kmeans_is_repeatable(view):
     candidates = search_level(view, "harbour pump seawater dock basin", "narrow", 30)
-    first = [(h.chunk.id, tuple(h.cluster)) for h in diversify(view, [ScoredChunk(c.chunk, c.score) for c in candidates], 5, "kmeans")]
-    again = [(h.chunk.id, tuple(h.cluster)) for h in diversify(view, [ScoredChunk(c.chunk, c.score) for c in candidates], 5, "kmeans")]
+    first = [
+        (h.chunk.id, tuple(h.cluster))
+        for h in diversify(view, [ScoredChunk(c.chunk, c.score) for c in candidates], 5, "kmeans")
+    ]
+    again = [
+        (h.chunk.id, tuple(h.cluster))
+        for h in diversify(view, [ScoredChunk(c.chunk, c.score) for c in candidates], 5, "kmeans")
+    ]
     assert first == again
 
 
 def test_a_sentence_inside_a_returned_mid_chunk_is_folded_into_it(view):
     hits = search_union(view, "harbour pump seawater dock basin", 12, fine_level="narrow")
     mid = search_level(view, "harbour pump seawater dock basin", "mid", 3)
-    sentences = [h for h in search_level(view, "harbour pump seawater dock basin", "narrow", 30)
-                 if h.chunk.parent_id == mid[0].chunk.id]
+    sentences = [
+        h
+        for h in search_level(view, "harbour pump seawater dock basin", "narrow", 30)
+        if h.chunk.parent_id == mid[0].chunk.id
+    ]
     assert sentences
     folded = fold_nested([sentences[0], mid[0]])
     assert [h.chunk.id for h in folded] == [mid[0].chunk.id]
     assert folded[0].folded == [sentences[0].chunk.public_id]
     assert hits  # the union itself never returns a fine hit inside a returned broad one
     for a in hits:
-        assert not any(b is not a and b.chunk.doc_id == a.chunk.doc_id and b.chunk.start <= a.chunk.start
-                       and a.chunk.end <= b.chunk.end and b.chunk.level != a.chunk.level for b in hits)
+        assert not any(
+            b is not a
+            and b.chunk.doc_id == a.chunk.doc_id
+            and b.chunk.start <= a.chunk.start
+            and a.chunk.end <= b.chunk.end
+            and b.chunk.level != a.chunk.level
+            for b in hits
+        )
 
 
 def test_bad_arguments_get_a_clear_error(view):
@@ -122,7 +141,11 @@ def test_pure_parts():
     assert candidate_depth(5, "none") == 5 and candidate_depth(5, "mmr") == 30 and candidate_depth(50, "kmeans") == 100
     assert candidate_depth(5, "none", exclude_seen=True) == 30
     chunk = Chunk(1, "d", "narrow", 0, 0, 1, 1, None, "x")
-    assert list(relevance([ScoredChunk(chunk, 3.0), ScoredChunk(chunk, 1.0), ScoredChunk(chunk, 2.0)])) == [1.0, 0.0, 0.5]
+    assert list(relevance([ScoredChunk(chunk, 3.0), ScoredChunk(chunk, 1.0), ScoredChunk(chunk, 2.0)])) == [
+        1.0,
+        0.0,
+        0.5,
+    ]
     assert list(relevance([ScoredChunk(chunk, None), ScoredChunk(chunk, None)])) == [1.0, 0.5]
     same = np.array([[1, 0], [1, 0], [0, 1]], dtype=np.float32)
     assert mmr_order(np.array([1.0, 0.9, 0.5]), same, 2, 0.5) == [0, 2]  # the copy of the first is passed over

@@ -1,9 +1,8 @@
 import pytest
 
-from granrag_mcp.records import format_chunk_id
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
+from granrag_mcp.records import MAX_QUERY_CHARS, format_chunk_id
 from granrag_mcp.rerankers import EmbeddingReranker, SentenceWindowReranker
-from granrag_mcp.records import MAX_QUERY_CHARS
 from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.parents import find_parents
@@ -18,9 +17,27 @@ from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
 
 LONG_DOC = " ".join(
-    f"Section {i} explains how the {w} works in practice." for i, w in enumerate(
-        ["pump", "valve", "boiler", "turbine", "piston", "gearbox", "crankshaft", "radiator", "compressor",
-         "condenser", "injector", "alternator", "flywheel", "carburettor", "camshaft", "manifold"] * 2
+    f"Section {i} explains how the {w} works in practice."
+    for i, w in enumerate(
+        [
+            "pump",
+            "valve",
+            "boiler",
+            "turbine",
+            "piston",
+            "gearbox",
+            "crankshaft",
+            "radiator",
+            "compressor",
+            "condenser",
+            "injector",
+            "alternator",
+            "flywheel",
+            "carburettor",
+            "camshaft",
+            "manifold",
+        ]
+        * 2
     )
 )
 
@@ -232,8 +249,11 @@ def test_sentence_vectors_are_the_stored_vectors_of_each_chunks_sentences_in_ord
     groups = view.sentence_vectors([mid, narrow, broad])
     narrow_of_engine = engine_chunks(view, "narrow")
     mids_of_broad = {m.id for m in engine_chunks(view, "mid") if m.parent_id == broad.id}
-    expected = [[n for n in narrow_of_engine if n.parent_id == mid.id], [narrow],
-                [n for n in narrow_of_engine if n.parent_id in mids_of_broad]]
+    expected = [
+        [n for n in narrow_of_engine if n.parent_id == mid.id],
+        [narrow],
+        [n for n in narrow_of_engine if n.parent_id in mids_of_broad],
+    ]
     for (vectors, tokens), sentences in zip(groups, expected):
         sentences = sorted(sentences, key=lambda n: n.seq)
         assert len(vectors) == len(sentences) > 0

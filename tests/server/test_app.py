@@ -16,20 +16,27 @@ import pytest
 from mcp.client import Client
 from mcp_types import CallToolResult
 
-from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
 from granrag_mcp.cli import main as cli_main
 from granrag_mcp.engine import Engine
 from granrag_mcp.errors import ModelLoadError, StoreMismatchError, StoreNotFoundError
 from granrag_mcp.indexing.pipeline import index_paths
 from granrag_mcp.rerankers import SentenceWindowReranker
+from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
 from granrag_mcp.server.app import build_server, check_store
 from granrag_mcp.settings import Settings
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
 
 TOOLS = {
-    "search_broad", "search_narrow", "search_fused", "expand_window", "get_parent", "rerank", "hrr_search",
-    "list_documents", "get_chunks",
+    "search_broad",
+    "search_narrow",
+    "search_fused",
+    "expand_window",
+    "get_parent",
+    "rerank",
+    "hrr_search",
+    "list_documents",
+    "get_chunks",
 }
 GRAPH_TOOLS = {"find_concepts", "concept_neighbourhood", "concept_paths", "graph_search"}  # see tests/server/
 TOOLS |= GRAPH_TOOLS
@@ -84,8 +91,13 @@ def fake_settings(store: Path) -> Settings:
 
 def fake_index(paths: list[Path], settings: Settings, embedder: FakeEmbedder) -> None:
     index_paths(
-        paths, settings.store, embedder_factory=lambda: embedder, tokenizer=get_tokenizer(settings.tokenizer),
-        chunking=settings.chunking, vector_mode=settings.vector_mode, model_name=settings.model,
+        paths,
+        settings.store,
+        embedder_factory=lambda: embedder,
+        tokenizer=get_tokenizer(settings.tokenizer),
+        chunking=settings.chunking,
+        vector_mode=settings.vector_mode,
+        model_name=settings.model,
     )
 
 
@@ -177,14 +189,19 @@ def test_tools_are_listed_read_only_with_schemas(server) -> None:
         if "k" in properties and tool.name not in GRAPH_TOOLS:
             assert properties["k"]["maximum"] == 100
     assert {t.name for t in tools if "max_tokens" in t.input_schema["properties"]} == TOOLS - {
-        "list_documents", "find_concepts"}
+        "list_documents",
+        "find_concepts",
+    }
 
 
 def test_max_tokens_default_follows_the_settings(built) -> None:
     settings = built[0].model_copy(update={"max_tokens": 777})
     tools = anyio.run(build_server(settings).list_tools)
-    assert {t.input_schema["properties"]["max_tokens"]["default"] for t in tools
-            if t.name not in ("list_documents", "find_concepts")} == {777}
+    assert {
+        t.input_schema["properties"]["max_tokens"]["default"]
+        for t in tools
+        if t.name not in ("list_documents", "find_concepts")
+    } == {777}
 
 
 # --- searches -----------------------------------------------------------------------------------------------------
@@ -209,8 +226,9 @@ def test_search_narrow_finds_the_sentence(server) -> None:
 def test_search_narrow_mid_level_and_lexical(server) -> None:
     async def scenario(client: Client):
         dense = await call(client, "search_narrow", {"query": "Harrow Point lens prisms", "level": "mid", "k": 4})
-        fused = await call(client, "search_narrow",
-                           {"query": "Harrow Point lens prisms", "level": "mid", "k": 4, "lexical": True})
+        fused = await call(
+            client, "search_narrow", {"query": "Harrow Point lens prisms", "level": "mid", "k": 4, "lexical": True}
+        )
         return dense, fused
 
     dense, fused = run(server, scenario)
@@ -223,8 +241,10 @@ def test_search_narrow_mid_level_and_lexical(server) -> None:
 
 def test_search_broad(server) -> None:
     async def scenario(client: Client):
-        return (await call(client, "search_broad", {"query": "Quillon apple ripens September cellar", "k": 2}),
-                await call(client, "search_broad", {"query": "Quillon apple", "k": 2, "lexical": True}))
+        return (
+            await call(client, "search_broad", {"query": "Quillon apple ripens September cellar", "k": 2}),
+            await call(client, "search_broad", {"query": "Quillon apple", "k": 2, "lexical": True}),
+        )
 
     dense, lexical = run(server, scenario)
     assert len(dense["hits"]) == 2
@@ -236,8 +256,17 @@ def test_search_broad(server) -> None:
 def test_search_fused_rrf_reports_every_list(server) -> None:
     async def scenario(client: Client):
         default = await call(client, "search_fused", {"query": "engineer Ada Moreau bridge", "k": 3})
-        narrow = await call(client, "search_fused", {"query": "engineer Ada Moreau bridge", "k": 3, "level": "narrow",
-                                                     "weights": {"broad_dense": 0, "broad_lexical": 0}, "rrf_k": 10})
+        narrow = await call(
+            client,
+            "search_fused",
+            {
+                "query": "engineer Ada Moreau bridge",
+                "k": 3,
+                "level": "narrow",
+                "weights": {"broad_dense": 0, "broad_lexical": 0},
+                "rrf_k": 10,
+            },
+        )
         dense_only = await call(client, "search_fused", {"query": "engineer Ada Moreau bridge", "lexical": False})
         return default, narrow, dense_only
 
@@ -276,10 +305,16 @@ def test_the_output_schema_spells_out_sources_in_place_and_still_checks_them(ser
 
 def test_search_fused_union_mixes_levels_without_nested_duplicates(server) -> None:
     async def scenario(client: Client):
-        return (await call(client, "search_fused",
-                           {"query": "Harrow Point lighthouse", "method": "union", "k": 8, "level": "narrow"}),
-                await call(client, "search_fused",
-                           {"query": "Harrow Point lighthouse", "method": "union", "k": 8, "level": "mid"}))
+        return (
+            await call(
+                client,
+                "search_fused",
+                {"query": "Harrow Point lighthouse", "method": "union", "k": 8, "level": "narrow"},
+            ),
+            await call(
+                client, "search_fused", {"query": "Harrow Point lighthouse", "method": "union", "k": 8, "level": "mid"}
+            ),
+        )
 
     narrow, mid = run(server, scenario)
     assert {h["level"] for h in narrow["hits"]} <= {"broad", "narrow"}
@@ -288,8 +323,9 @@ def test_search_fused_union_mixes_levels_without_nested_duplicates(server) -> No
     for result in (narrow, mid):
         broad = [h for h in result["hits"] if h["level"] == "broad"]
         for fine in (h for h in result["hits"] if h["level"] != "broad"):
-            assert not any(b["doc_id"] == fine["doc_id"] and b["start"] <= fine["start"] and fine["end"] <= b["end"]
-                           for b in broad)
+            assert not any(
+                b["doc_id"] == fine["doc_id"] and b["start"] <= fine["start"] and fine["end"] <= b["end"] for b in broad
+            )
 
 
 # --- context ------------------------------------------------------------------------------------------------------
@@ -302,13 +338,14 @@ def test_expand_window_assembles_the_neighbourhood(server, built) -> None:
         hit = (await call(client, "search_narrow", {"query": "Zephyr Bridge completed engineer", "k": 1}))["hits"][0]
         wide = await call(client, "expand_window", {"chunk_id": hit["chunk_id"], "before": 2, "after": 2})
         alone = await call(client, "expand_window", {"chunk_id": hit["chunk_id"], "before": 0, "after": 0})
-        short = await call(client, "expand_window", {"chunk_id": hit["chunk_id"], "before": 20, "after": 20,
-                                                      "max_tokens": 50})
+        short = await call(
+            client, "expand_window", {"chunk_id": hit["chunk_id"], "before": 20, "after": 20, "max_tokens": 50}
+        )
         return hit, wide, alone, short
 
     hit, wide, alone, short = run(server, scenario)
     document = (corpus / "bridges.md").read_text(encoding="utf-8")
-    assert wide["text"] == document[wide["start"]:wide["end"]]
+    assert wide["text"] == document[wide["start"] : wide["end"]]
     assert FACTS["bridge"] in wide["text"]
     assert [m["chunk_id"] for m in wide["members"]].count(hit["chunk_id"]) == 1
     seqs = [m["seq"] for m in wide["members"]]
@@ -319,13 +356,13 @@ def test_expand_window_assembles_the_neighbourhood(server, built) -> None:
     assert part_of(alone["text"], "bridge")
     assert short["truncated"] is True and short["tokens_used"] <= 50
     assert short["end"] - short["start"] == len(short["text"]) and short["omitted"] > 0
-    assert document[short["start"]:short["end"]] == short["text"]
+    assert document[short["start"] : short["end"]] == short["text"]
 
 
 def test_get_parent_groups_children_and_merges_by_threshold(server) -> None:
     async def scenario(client: Client):
         narrow = (await call(client, "search_narrow", {"query": "Zephyr Bridge completed engineer", "k": 1}))["hits"][0]
-        siblings = (await call(client, "expand_window", {"chunk_id": narrow["chunk_id"], "before": 1, "after": 1}))
+        siblings = await call(client, "expand_window", {"chunk_id": narrow["chunk_id"], "before": 1, "after": 1})
         same_parent = [m["chunk_id"] for m in siblings["members"] if m["parent_id"] == narrow["parent_id"]]
         merged = await call(client, "get_parent", {"chunk_ids": same_parent})
         unmerged = await call(client, "get_parent", {"chunk_ids": [narrow["chunk_id"]], "merge_threshold": 1.0})
@@ -347,10 +384,10 @@ def test_rerank_orders_the_candidates(server) -> None:
     async def scenario(client: Client):
         pool = await call(client, "search_narrow", {"query": "lighthouse", "k": 10})
         ids = [h["chunk_id"] for h in pool["hits"]]
-        alone = await call(client, "rerank", {"query": "lens of glass prisms", "chunk_ids": ids, "top_n": 3,
-                                              "method": "reranker"})
-        return ids, alone, await call(client, "rerank", {"query": "lens of glass prisms", "chunk_ids": ids,
-                                                         "top_n": 3})
+        alone = await call(
+            client, "rerank", {"query": "lens of glass prisms", "chunk_ids": ids, "top_n": 3, "method": "reranker"}
+        )
+        return ids, alone, await call(client, "rerank", {"query": "lens of glass prisms", "chunk_ids": ids, "top_n": 3})
 
     ids, alone, result = run(server, scenario)
     assert alone["reranker"].startswith("sentence-windows-fallback:")
@@ -374,17 +411,24 @@ def test_hrr_search_returns_broad_parents_with_evidence(server) -> None:
 
 def test_list_documents_pages_and_filters(server) -> None:
     async def scenario(client: Client):
-        return (await call(client, "list_documents", {}),
-                await call(client, "list_documents", {"limit": 1, "offset": 1}),
-                await call(client, "list_documents", {"prefix": "coast/"}))
+        return (
+            await call(client, "list_documents", {}),
+            await call(client, "list_documents", {"limit": 1, "offset": 1}),
+            await call(client, "list_documents", {"prefix": "coast/"}),
+        )
 
     everything, page, coast = run(server, scenario)
     assert everything["total"] == 3
     assert [d["doc_id"] for d in everything["documents"]] == ["bridges.md", "coast/lighthouses.txt", "orchards.md"]
-    assert all(d["n_chars"] > 1000 and d["n_tokens"] > 200 and d["source"].endswith(d["doc_id"].split("/")[-1])
-               for d in everything["documents"])
-    assert page["total"] == 3 and page["offset"] == 1 and [d["doc_id"] for d in page["documents"]] == [
-        "coast/lighthouses.txt"]
+    assert all(
+        d["n_chars"] > 1000 and d["n_tokens"] > 200 and d["source"].endswith(d["doc_id"].split("/")[-1])
+        for d in everything["documents"]
+    )
+    assert (
+        page["total"] == 3
+        and page["offset"] == 1
+        and [d["doc_id"] for d in page["documents"]] == ["coast/lighthouses.txt"]
+    )
     assert coast["total"] == 1
 
 

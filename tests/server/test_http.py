@@ -31,7 +31,9 @@ TOKEN = "test-token-0123456789abcdef"
 LISTENING = re.compile(r"granrag-mcp: listening on (http://127\.0\.0\.1:(\d+)/mcp)")
 START_TIMEOUT = 120.0
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}},
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -54,8 +56,11 @@ def start(settings: Settings, folder: Path, popen: dict[str, Any] | None = None,
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
             [granrag_command(), "serve", "--transport", "http", "--port", "0", "--store", str(settings.store)],
-            env=os.environ | server_env(settings, **env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=sink, **(popen or {}),
+            env=os.environ | server_env(settings, **env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            **(popen or {}),
         )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -140,15 +145,18 @@ def test_loopback_server_checks_host_and_origin(servers: dict[str, Running]) -> 
     server = servers["open"]
     with httpx2.Client(timeout=30) as http:
         fine = http.post(server.url, json=INITIALIZE, headers=MCP_HEADERS)
-        also_fine = http.post(server.url, json=INITIALIZE,
-                              headers=MCP_HEADERS | {"Host": f"localhost:{server.port}",
-                                                     "Origin": f"http://localhost:{server.port}"})
-        foreign_host = http.post(server.url, json=INITIALIZE,
-                                 headers=MCP_HEADERS | {"Host": f"evil.example:{server.port}"})
-        other_port = http.post(server.url, json=INITIALIZE,
-                               headers=MCP_HEADERS | {"Host": f"127.0.0.1:{server.port + 1}"})
-        foreign_origin = http.post(server.url, json=INITIALIZE,
-                                   headers=MCP_HEADERS | {"Origin": "http://evil.example"})
+        also_fine = http.post(
+            server.url,
+            json=INITIALIZE,
+            headers=MCP_HEADERS | {"Host": f"localhost:{server.port}", "Origin": f"http://localhost:{server.port}"},
+        )
+        foreign_host = http.post(
+            server.url, json=INITIALIZE, headers=MCP_HEADERS | {"Host": f"evil.example:{server.port}"}
+        )
+        other_port = http.post(
+            server.url, json=INITIALIZE, headers=MCP_HEADERS | {"Host": f"127.0.0.1:{server.port + 1}"}
+        )
+        foreign_origin = http.post(server.url, json=INITIALIZE, headers=MCP_HEADERS | {"Origin": "http://evil.example"})
     assert fine.status_code == 200, fine.text
     assert also_fine.status_code == 200, also_fine.text
     assert foreign_host.status_code == 421
@@ -164,7 +172,8 @@ def test_token_is_required_when_set(servers: dict[str, Running]) -> None:
         basic = http.post(server.url, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Basic {TOKEN}"})
         right = http.post(server.url, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {TOKEN}"})
         right_foreign_host = http.post(
-            server.url, json=INITIALIZE,
+            server.url,
+            json=INITIALIZE,
             headers=MCP_HEADERS | {"Authorization": f"Bearer {TOKEN}", "Host": f"evil.example:{server.port}"},
         )
     for refused in (missing, wrong, basic):
@@ -189,7 +198,11 @@ def test_a_public_bind_without_a_token_is_refused(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "GRANRAG_AUTH_TOKEN"}
     completed = subprocess.run(
         [granrag_command(), "serve", "--transport", "http", "--host", "0.0.0.0", "--store", str(tmp_path)],
-        env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert completed.returncode == 2
     assert "GRANRAG_AUTH_TOKEN" in completed.stderr and completed.stdout == ""
@@ -222,13 +235,19 @@ def test_transport_security_per_bind() -> None:
     assert not transport_security("0.0.0.0", 8765).enable_dns_rebinding_protection
 
 
-@pytest.mark.parametrize("token", [f"{TOKEN}\n", f" {TOKEN}", f"{TOKEN}\t", f"{TOKEN}\u00e9", f"{TOKEN[:4]}\x01{TOKEN[4:]}"])
+@pytest.mark.parametrize(
+    "token", [f"{TOKEN}\n", f" {TOKEN}", f"{TOKEN}\t", f"{TOKEN}\u00e9", f"{TOKEN[:4]}\x01{TOKEN[4:]}"]
+)
 def test_a_token_no_header_can_carry_is_refused_at_start(tmp_path: Path, token: str) -> None:
     """Such a token used to start a server that then answered 401 to every request, the right token included."""
     env = os.environ | {"GRANRAG_AUTH_TOKEN": token}
     completed = subprocess.run(
         [granrag_command(), "serve", "--transport", "http", "--port", "0", "--store", str(tmp_path)],
-        env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert completed.returncode == 2, completed.stderr
     assert completed.stdout == ""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+
 import anyio
 import pytest
 from mcp.client import Client
@@ -99,7 +100,11 @@ def test_diversify_arguments_on_every_search_tool(built, tool: str) -> None:
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
-    [({"mmr_lambda": 1.5}, "mmr_lambda"), ({"mmr_lambda": -0.1}, "mmr_lambda"), ({"diversify": "clusters"}, "diversify")],
+    [
+        ({"mmr_lambda": 1.5}, "mmr_lambda"),
+        ({"mmr_lambda": -0.1}, "mmr_lambda"),
+        ({"diversify": "clusters"}, "diversify"),
+    ],
 )
 def test_bad_diversify_arguments_are_refused_clearly(built, arguments, message) -> None:
     server = served(built)

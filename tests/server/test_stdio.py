@@ -125,7 +125,9 @@ async def exercise_every_tool(s: Session) -> dict[str, Any]:
 def test_every_tool_over_stdio(real_store: tuple[Settings, Path], tmp_path: Path) -> None:
     settings, corpus = real_store
     params = StdioServerParameters(
-        command=granrag_command(), args=["serve", "--store", str(settings.store)], env=server_env(settings),
+        command=granrag_command(),
+        args=["serve", "--store", str(settings.store)],
+        env=server_env(settings),
     )
     stray: list[Exception] = []  # anything on stdout that is not a protocol message arrives here
 
@@ -170,8 +172,12 @@ def test_serve_refuses_to_start_on_a_bad_store(real_store: tuple[Settings, Path]
         args = ["--store", str(settings.store), "--model", "some/other-model"]
         env, expected = server_env(settings), "model: store='sentence-transformers/all-MiniLM-L6-v2'"
     completed = subprocess.run(
-        [granrag_command(), "serve", *args], env=os.environ | env, stdin=subprocess.DEVNULL, capture_output=True,
-        text=True, timeout=120,
+        [granrag_command(), "serve", *args],
+        env=os.environ | env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert completed.returncode == 1
     assert completed.stdout == ""
@@ -179,15 +185,20 @@ def test_serve_refuses_to_start_on_a_bad_store(real_store: tuple[Settings, Path]
     assert len(errors) == 1 and expected in errors[0], completed.stderr
 
 
-def test_a_client_that_leaves_while_the_model_loads_gets_a_clean_exit(real_store: tuple[Settings, Path],
-                                                                       tmp_path: Path) -> None:
+def test_a_client_that_leaves_while_the_model_loads_gets_a_clean_exit(
+    real_store: tuple[Settings, Path], tmp_path: Path
+) -> None:
     # `serve --index-if-empty` on an empty store, stdin at EOF at once: after indexing, torch is loaded, and the
     # engine thread is inside it when the serve loop ends. Finalizing the interpreter under that thread aborted
     # the process ("terminate called without an active exception", exit code 134).
     settings, corpus = real_store
     completed = subprocess.run(
         [granrag_command(), "serve", "--store", str(tmp_path / "store"), "--index-if-empty", str(corpus)],
-        env=os.environ | server_env(settings), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
+        env=os.environ | server_env(settings),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert completed.stdout == ""

@@ -43,10 +43,15 @@ def test_tool_list_matches_the_snapshot() -> None:
     assert SNAPSHOT.exists(), f"{SNAPSHOT} is missing: create it with UPDATE_SNAPSHOTS=1"
     expected = SNAPSHOT.read_text(encoding="utf-8")
     if current != expected:
-        diff = "".join(difflib.unified_diff(
-            expected.splitlines(keepends=True), current.splitlines(keepends=True),
-            fromfile="tests/snapshots/tools.json (snapshot)", tofile="tools now", n=2,
-        ))
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True),
+                current.splitlines(keepends=True),
+                fromfile="tests/snapshots/tools.json (snapshot)",
+                tofile="tools now",
+                n=2,
+            )
+        )
         raise AssertionError(
             "the MCP tool list changed (names, descriptions, schemas or annotations). If that is intended, "
             f"regenerate with UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/server/test_tool_snapshot.py\n{diff}"

@@ -11,8 +11,8 @@ from mcp.client import Client
 
 from granrag_mcp.concepts import ConceptMatcher, concept_key
 from granrag_mcp.server.app import build_server
-from granrag_mcp.store import graph as store_graph
 from granrag_mcp.settings import Settings
+from granrag_mcp.store import graph as store_graph
 from tests import graph_corpus
 from tests.fakes import FakeEmbedder
 from tests.server.test_app import call, fail, fake_engine, fake_index, run
@@ -21,8 +21,9 @@ from tests.server.test_app import call, fail, fake_engine, fake_index, run
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("graph-tools")
-    settings = Settings(store=root / "store", model="fake-hash-embedder", broad_tokens=256, broad_overlap=32,
-                        mid_tokens=64)
+    settings = Settings(
+        store=root / "store", model="fake-hash-embedder", broad_tokens=256, broad_overlap=32, mid_tokens=64
+    )
     embedder = FakeEmbedder(dimension=256)
     # A corpus of thirty sentences has too few edges for a percentile cut to mean anything: keep every edge with
     # a positive PMI, so that the links the corpus was written with are all there.
@@ -39,8 +40,10 @@ def _mentions(text: str, *names: str) -> bool:
 
 def test_find_concepts_by_exact_and_misspelt_name(server) -> None:
     async def scenario(client: Client):
-        return (await call(client, "find_concepts", {"query": "Ball bearings", "k": 3}),
-                await call(client, "find_concepts", {"query": "lubricnts", "k": 3}))
+        return (
+            await call(client, "find_concepts", {"query": "Ball bearings", "k": 3}),
+            await call(client, "find_concepts", {"query": "lubricnts", "k": 3}),
+        )
 
     exact, fuzzy = run(server, scenario)
     top = exact["concepts"][0]
@@ -52,8 +55,9 @@ def test_find_concepts_by_exact_and_misspelt_name(server) -> None:
 
 def test_paths_link_two_concepts_that_never_share_a_sentence(server) -> None:
     async def scenario(client: Client):
-        paths = await call(client, "concept_paths", {"source": "lubricants", "target": "ball bearing",
-                                                     "max_hops": 2, "k": 3})
+        paths = await call(
+            client, "concept_paths", {"source": "lubricants", "target": "ball bearing", "max_hops": 2, "k": 3}
+        )
         ids = [i for p in paths["paths"] for hop in p["hops"] for i in hop["evidence"]]
         opened = await call(client, "get_chunks", {"chunk_ids": ids})
         return paths, opened
@@ -71,10 +75,14 @@ def test_paths_link_two_concepts_that_never_share_a_sentence(server) -> None:
 
 def test_neighbourhood_depth_and_budget(server) -> None:
     async def scenario(client: Client):
-        return (await call(client, "concept_neighbourhood", {"concept": "sliding friction", "depth": 2,
-                                                              "max_nodes": 6}),
-                await call(client, "concept_neighbourhood", {"concept": "ball bearing", "depth": 2, "max_nodes": 50,
-                                                            "evidence": 5, "max_tokens": 50}))
+        return (
+            await call(client, "concept_neighbourhood", {"concept": "sliding friction", "depth": 2, "max_nodes": 6}),
+            await call(
+                client,
+                "concept_neighbourhood",
+                {"concept": "ball bearing", "depth": 2, "max_nodes": 50, "evidence": 5, "max_tokens": 50},
+            ),
+        )
 
     wide, small = run(server, scenario)
     assert 1 <= len(wide["neighbours"]) <= 5 and {n["depth"] for n in wide["neighbours"]} <= {1, 2}
@@ -86,10 +94,12 @@ def test_neighbourhood_depth_and_budget(server) -> None:
 
 def test_graph_search_reports_and_passages(server) -> None:
     async def scenario(client: Client):
-        return (await call(client, "graph_search", {"query": "compost and earthworms", "k": 2,
-                                                   "doc_id": "garden.txt"}),
-                await call(client, "graph_search", {"query": "how do lubricants help ball bearings",
-                                                   "mode": "passages", "k": 4}))
+        return (
+            await call(client, "graph_search", {"query": "compost and earthworms", "k": 2, "doc_id": "garden.txt"}),
+            await call(
+                client, "graph_search", {"query": "how do lubricants help ball bearings", "mode": "passages", "k": 4}
+            ),
+        )
 
     reports, passages = run(server, scenario)
     assert reports["communities"] and all(c["documents"] == ["garden.txt"] for c in reports["communities"])
@@ -97,8 +107,10 @@ def test_graph_search_reports_and_passages(server) -> None:
     assert key and key >= {s["chunk_id"] for s in reports["sentences"]}
     assert all(b.startswith("broad:") for c in reports["communities"] for b in c["broad_chunks"])
     assert passages["hits"] and all(h["level"] == "narrow" for h in passages["hits"])
-    assert any(_mentions(h["text"].lower(), "lubricant") or _mentions(h["text"].lower(), "ball bearing")
-               for h in passages["hits"])
+    assert any(
+        _mentions(h["text"].lower(), "lubricant") or _mentions(h["text"].lower(), "ball bearing")
+        for h in passages["hits"]
+    )
 
 
 def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
@@ -119,8 +131,9 @@ def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
 
 
 def test_a_store_without_a_graph_says_how_to_get_one(tmp_path: Path) -> None:
-    settings = Settings(store=tmp_path / "store", model="fake-hash-embedder", broad_tokens=256, broad_overlap=32,
-                        mid_tokens=64)
+    settings = Settings(
+        store=tmp_path / "store", model="fake-hash-embedder", broad_tokens=256, broad_overlap=32, mid_tokens=64
+    )
     embedder = FakeEmbedder(dimension=256)
     fake_index([graph_corpus.write(tmp_path / "corpus")], settings, embedder)
     engine = fake_engine(settings, embedder)

@@ -39,8 +39,9 @@ def library(tmp_path: Path) -> dict[str, Any]:
     write_notes(root / "notes")
     (tmp_path / "secret").mkdir()
     (tmp_path / "secret" / "plans.md").write_text("The vault code is 4417. " * 20, encoding="utf-8")
-    settings = Settings(store=tmp_path / "store", model=FAKE_MODEL, allow_write=True, allowed_roots=str(root),
-                        **SMALL_CHUNKS)
+    settings = Settings(
+        store=tmp_path / "store", model=FAKE_MODEL, allow_write=True, allowed_roots=str(root), **SMALL_CHUNKS
+    )
     embedder = FakeEmbedder()
     fake_index([write_corpus(tmp_path / "corpus")], settings, embedder)
     return {"settings": settings, "embedder": embedder, "root": root, "tmp": tmp_path}
@@ -72,8 +73,7 @@ def test_index_a_folder_with_progress_search_it_filtered_read_it_and_remove_it(l
         assert not result.is_error, result.content
         indexed = result.structured_content
         again = await call(client, "index_paths", {"paths": [str(notes)]})
-        hits = await call(client, "search_narrow", {"query": "comet tail sun kettle", "k": 5,
-                                                    "doc_prefix": "deep/"})
+        hits = await call(client, "search_narrow", {"query": "comet tail sun kettle", "k": 5, "doc_prefix": "deep/"})
         only = await call(client, "search_fused", {"query": "bridge lighthouse", "k": 3, "doc_ids": ["kettle.md"]})
         unknown = await fail(client, "search_broad", {"query": "x", "doc_ids": ["missing.md"]})
         listed = await client.list_resources()
@@ -187,8 +187,13 @@ def test_long_documents_are_read_in_pages_and_listing_pages_through_documents(li
             await client.read_resource("granrag://documents/long.txt?page=3")
         with pytest.raises(MCPError) as unknown:
             await client.read_resource("granrag://documents/nope.md")
-        return {"pages": pages, "first": first.contents[0].text, "second": second.contents[0].text,
-                "third": str(past_the_end.value), "unknown": str(unknown.value)}
+        return {
+            "pages": pages,
+            "first": first.contents[0].text,
+            "second": second.contents[0].text,
+            "third": str(past_the_end.value),
+            "unknown": str(unknown.value),
+        }
 
     out = run(server_for(library), scenario)
     assert "has 2 page(s)" in out["third"] and "no document 'nope.md'" in out["unknown"]
@@ -229,6 +234,7 @@ def test_a_cancelled_run_leaves_the_previous_generation_and_the_lock_free(librar
                 started.set()
 
         async with anyio.create_task_group() as group:
+
             async def index() -> None:
                 await client.call_tool("index_paths", {"paths": [str(notes)]}, progress_callback=on_progress)
 

@@ -27,8 +27,10 @@ def write_notes(folder: Path, documents: int, seed: int = 5, group: str = "set")
     rng = random.Random(seed)
     for n in range(documents):
         topic = TOPICS[n % len(TOPICS)]
-        sentences = [f"Note {n} is about the {topic} number {n}. "
-                     + " ".join(rng.choice(TOPICS) for _ in range(12)) + "." for _ in range(30)]
+        sentences = [
+            f"Note {n} is about the {topic} number {n}. " + " ".join(rng.choice(TOPICS) for _ in range(12)) + "."
+            for _ in range(30)
+        ]
         path = folder / f"{group}{n % 3}" / f"note{n:03d}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(" ".join(sentences), encoding="utf-8")
@@ -50,7 +52,8 @@ def test_the_agent_indexes_searches_reads_and_removes_over_stdio(store, tmp_path
 
     def params(*flags: str) -> StdioServerParameters:
         return StdioServerParameters(
-            command=granrag_command(), args=["serve", "--store", str(settings.store), *flags],
+            command=granrag_command(),
+            args=["serve", "--store", str(settings.store), *flags],
             env=os.environ | server_env(settings),
         )
 
@@ -69,17 +72,18 @@ def test_the_agent_indexes_searches_reads_and_removes_over_stdio(store, tmp_path
             async with Client(stdio_client(params(*flags), errlog=errlog)) as client:
                 s = Session(client, {t.name: t for t in (await client.list_tools()).tools})
                 out["tools"] = set(s.tools)
-                result = await client.call_tool("index_paths", {"paths": [str(notes)]},
-                                                progress_callback=on_progress)
+                result = await client.call_tool("index_paths", {"paths": [str(notes)]}, progress_callback=on_progress)
                 assert not result.is_error, result.content
                 out["indexed"] = result.structured_content
-                out["hits"] = await s.ok("search_narrow", {"query": "the harbour number 2", "k": 5,
-                                                           "doc_prefix": "set2/"})
+                out["hits"] = await s.ok(
+                    "search_narrow", {"query": "the harbour number 2", "k": 5, "doc_prefix": "set2/"}
+                )
                 out["document"] = (await client.read_resource("granrag://documents/set2/note002.md")).contents[0]
                 out["listed"] = [r.uri for r in (await client.list_resources()).resources]
                 out["removed"] = await s.ok("remove_documents", {"doc_ids": ["set2/note002.md"]})
-                out["after"] = await s.ok("search_narrow", {"query": "the harbour number 2", "k": 5,
-                                                            "doc_prefix": "set2/"})
+                out["after"] = await s.ok(
+                    "search_narrow", {"query": "the harbour number 2", "k": 5, "doc_prefix": "set2/"}
+                )
                 out["outside"] = await s.error("index_paths", {"paths": [str(tmp_path / "outside.md")]})
         return out
 
@@ -101,9 +105,11 @@ def test_the_agent_indexes_searches_reads_and_removes_over_stdio(store, tmp_path
 def test_one_agent_indexes_while_another_searches_over_http(store) -> None:
     settings, root = store
     notes = write_notes(root / "allowed" / "http-notes", 40, seed=9, group="http")
-    server = start(settings, root / "http-server", GRANRAG_ALLOW_WRITE="true",
-                   GRANRAG_ALLOWED_ROOTS=str(root / "allowed"))
+    server = start(
+        settings, root / "http-server", GRANRAG_ALLOW_WRITE="true", GRANRAG_ALLOWED_ROOTS=str(root / "allowed")
+    )
     try:
+
         async def scenario() -> dict[str, Any]:
             searches: list[dict[str, Any]] = []
             done = anyio.Event()
@@ -129,8 +135,9 @@ def test_one_agent_indexes_while_another_searches_over_http(store) -> None:
                         searches.append(result.structured_content)
                         if finished and len(searches) >= 3:
                             break
-                    out["final"] = await client.call_tool("search_narrow", {"query": "the violin number 11",
-                                                                            "k": 3, "doc_prefix": "http2/"})
+                    out["final"] = await client.call_tool(
+                        "search_narrow", {"query": "the violin number 11", "k": 3, "doc_prefix": "http2/"}
+                    )
 
             async with anyio.create_task_group() as group:
                 group.start_soon(writer)

@@ -42,7 +42,10 @@ class Child:
         extra = [] if kill_at_operation is None else [str(kill_at_operation)]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.store.crash_child", str(docs), str(store), *extra],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
         )
         self.started = time.monotonic()
         self.phases: dict[str, float] = {}
@@ -129,8 +132,12 @@ def run_trials(tmp_path: Path, trials: int, seed: int) -> dict[str, int]:
     assert not list(store.glob(f"{TMP_PREFIX}*"))
     assert read_current(store).generation == f"gen-{summary.generation:06d}"
     check_store(store, {summary.generation})
-    return tally | {"trials": trials, "failures": 0, "seconds": round(time.monotonic() - started),
-                    "commit window ms": round(1000 * (publish[1] - publish[0]), 1)}
+    return tally | {
+        "trials": trials,
+        "failures": 0,
+        "seconds": round(time.monotonic() - started),
+        "commit window ms": round(1000 * (publish[1] - publish[0]), 1),
+    }
 
 
 def test_killed_index_runs_leave_a_loadable_store(tmp_path):

@@ -35,8 +35,15 @@ class FailingFileSystem:
         self.count = 0
         self.failed_op: str | None = None
         for owner, name in [
-            (os, "fsync"), (os, "rename"), (os, "replace"), (shutil, "copyfile"), (Path, "write_bytes"),
-            (VectorIndex, "write"), (LexicalIndex, "write"), (Catalog, "insert_document"), (Catalog, "commit"),
+            (os, "fsync"),
+            (os, "rename"),
+            (os, "replace"),
+            (shutil, "copyfile"),
+            (Path, "write_bytes"),
+            (VectorIndex, "write"),
+            (LexicalIndex, "write"),
+            (Catalog, "insert_document"),
+            (Catalog, "commit"),
             (writer_module, "write_atomic"),
         ]:
             monkeypatch.setattr(owner, name, self._wrap(name, getattr(owner, name)))
@@ -88,9 +95,14 @@ def sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code_at: Callable[[in
     assert summary.committed and summary.generation == 2
     assert sum(failures.values()) >= 20 and {"fsync", "rename", "replace", "write_atomic"} <= set(failures)
     assert Snapshot.open(store).catalog.document_text("cooking.txt").startswith(f"Attempt {n}")
-    return {"failed commits": sum(failures.values()), "committed at operation": n, "errors": dict(codes),
-            "failed operation": dict(sorted(failures.items())), "failures": 0,
-            "seconds": round(time.monotonic() - started, 1)}
+    return {
+        "failed commits": sum(failures.values()),
+        "committed at operation": n,
+        "errors": dict(codes),
+        "failed operation": dict(sorted(failures.items())),
+        "failures": 0,
+        "seconds": round(time.monotonic() - started, 1),
+    }
 
 
 def test_every_failing_operation_of_a_commit_leaves_the_previous_generation(tmp_path, monkeypatch):

@@ -103,16 +103,24 @@ def test_a_generation_from_before_graphs_gets_every_document_extracted(tmp_path:
     built = tmp_path / "new"
     built.mkdir()
     embedder = FakeEmbedder()
-    graph = write_generation_graph(built, old, snapshot.catalog, {}, snapshot.vectors["narrow"].reconstruct,
-                                   embedder.embed, embedder.dimension)
+    graph = write_generation_graph(
+        built, old, snapshot.catalog, {}, snapshot.vectors["narrow"].reconstruct, embedder.embed, embedder.dimension
+    )
     assert set(json.loads((built / PHRASES_FILE).read_text())) == {"physics.md", "garden.txt"}
     assert [str(k) for k in graph.keys] == [str(k) for k in snapshot.graph.keys]
 
 
 @pytest.mark.parametrize(
     "phrase, key",
-    [("Super Bowls", "super bowl"), ("University of Warsaw", "university of warsaw"), ("1931", None),
-     ("March 1931", None), ("soil and steady", None), ("the", None), ("Teachers’", "teacher")],
+    [
+        ("Super Bowls", "super bowl"),
+        ("University of Warsaw", "university of warsaw"),
+        ("1931", None),
+        ("March 1931", None),
+        ("soil and steady", None),
+        ("the", None),
+        ("Teachers’", "teacher"),
+    ],
 )
 def test_concept_keys(phrase: str, key: str | None) -> None:
     assert concept_key(phrase) == key

@@ -51,7 +51,9 @@ def test_empty_index_answers_nothing(tmp_path, map_from_bytes):
 
 
 QUERIES = ("quasar radio", "bread oven", "galaxies", "telescopes observe", "zzzz", "a" * 40 + " radio")
-MORE_TEXTS = TEXTS + [f"Spectrum line {i} of the quasar catalogue, entry {i * 7} near galaxy {i % 5}." for i in range(60)]
+MORE_TEXTS = TEXTS + [
+    f"Spectrum line {i} of the quasar catalogue, entry {i * 7} near galaxy {i % 5}." for i in range(60)
+]
 
 
 def test_an_index_is_written_as_one_plain_npy_file_per_array(tmp_path):

@@ -113,14 +113,19 @@ def test_rebuild_accepts_new_settings(store, tmp_path):
 
 def test_a_second_writer_fails_fast_naming_the_holder(store):
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, time
             from granrag_mcp.store.writer import StoreWriter
             with StoreWriter({str(store)!r}, command="index held-by-test"):
                 print("locked", flush=True)
                 time.sleep(30)
-        """)],
-        stdout=subprocess.PIPE, text=True,
+        """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "locked"

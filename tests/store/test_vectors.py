@@ -183,7 +183,9 @@ def test_read_without_mmap_is_a_private_copy(tmp_path):
     assert not loaded.mapped and loaded.kind == "hnsw" and len(loaded) == 80
 
 
-def clustered(d: int, n: int, n_queries: int, n_centres: int, spread: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def clustered(
+    d: int, n: int, n_queries: int, n_centres: int, spread: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Normalised vectors and queries drawn around the same random centres."""
     rng = np.random.default_rng(seed)
     centres = normalise(rng.normal(size=(n_centres, d)))
@@ -262,5 +264,3 @@ def test_a_graph_stores_float16_and_finds_what_exact_search_finds(tmp_path):
             assert chunk_id in ids_of(expected) or exact_score[chunk_id] > tenth - FP16_ATOL
     assert hits / (len(queries) * k) >= 0.99
     assert np.allclose(loaded.reconstruct(ids[[0, 999]]), data[[0, 999]], atol=FP16_ATOL)
-
-

@@ -24,8 +24,8 @@ from granrag_mcp.store.durable import write_atomic
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.manifest import MANIFEST_FILE
 from granrag_mcp.store.store import TMP_PREFIX, Snapshot, read_current
-from granrag_mcp.store.writer import StoreWriter
 from granrag_mcp.store.vector_index import VectorIndex
+from granrag_mcp.store.writer import StoreWriter
 from tests.fakes import FakeEmbedder
 from tests.helpers import index, write_corpus
 from tests.store.mounts import fill, read_only_view, resize, small_disk
@@ -131,8 +131,7 @@ def test_a_lock_that_cannot_be_created_is_one_line(tmp_path, monkeypatch):
     ("dimension", "new_text", "cause", "raised"),
     [
         # a large document: its text fills the disk while SQLite writes the catalog
-        (64, " ".join(f"word{i % 5000}" for i in range(40_000)), "database or disk is full",
-         sqlite3.OperationalError),
+        (64, " ".join(f"word{i % 5000}" for i in range(40_000)), "database or disk is full", sqlite3.OperationalError),
         # wide vectors: the copied catalog fits, FAISS fills the disk writing the vectors
         (2048, None, "No space left on device", RuntimeError),
     ],
@@ -219,8 +218,12 @@ def _manifest_write_fails(original):
 STEPS = {
     "sqlite-insert": (Catalog, "insert_document", lambda original: _sqlite_full, "database or disk is full"),
     "sqlite-commit": (Catalog, "commit", lambda original: _sqlite_full, "database or disk is full"),
-    "faiss-write": (VectorIndex, "write", lambda original: _faiss_error,
-                    "write error in narrow.faiss: 16302 != 409600 (No space left on device)"),
+    "faiss-write": (
+        VectorIndex,
+        "write",
+        lambda original: _faiss_error,
+        "write error in narrow.faiss: 16302 != 409600 (No space left on device)",
+    ),
     "lexical-write": (LexicalIndex, "write", lambda original: _disk_full, "No space left on device"),
     "manifest": (Path, "write_bytes", _manifest_write_fails, "Input/output error (manifest.json)"),
     "current-pointer": (writer_module, "write_atomic", lambda original: _disk_full, "No space left on device"),
@@ -240,7 +243,9 @@ def test_a_failure_at_each_write_step_leaves_the_previous_generation(tmp_path, m
         with pytest.raises(StoreWriteError) as caught:
             index(docs, store)
     message = one_line(caught.value)
-    assert message.startswith(f"could not commit generation 2 to {store}: {cause}; the current generation is gen-000001")
+    assert message.startswith(
+        f"could not commit generation 2 to {store}: {cause}; the current generation is gen-000001"
+    )
     assert_previous_generation_current(store, before)
     assert sorted(p.name for p in store.glob("gen-*")) == ["gen-000001"]
     assert index(docs, store).generation == 2
