@@ -72,7 +72,8 @@ def collect(
         wanted = [h.chunk.parent_id for h in candidates if h.chunk.parent_id not in parents_known]
         parents_known.update(view.catalog.chunks(wanted))
         for place, hit in enumerate(candidates):
-            c, p = hit.chunk, parents_known.get(hit.chunk.parent_id)
+            c = hit.chunk
+            p = parents_known.get(c.parent_id) if c.parent_id is not None else None
             question.append(number)
             position.append(place)
             mid_hit.append(contains((c.doc_id, c.start, c.end), q.doc_id, q.answer_start))

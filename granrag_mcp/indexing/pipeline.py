@@ -345,7 +345,9 @@ def _embed(
     sizes = ", ".join(f"{len(chunks[level])} {level}" for level in LEVELS)
     progress.message(f"embedding {sizes} chunks from {len(docs)} documents (vector mode: {mode})")
     if docs and all(d.sentence_vectors is not None for d in docs):  # embedded already by the semantic chunker
-        finest_vectors = np.concatenate([d.sentence_vectors for d in docs]).astype(np.float32)  # type: ignore[misc]
+        finest_vectors = np.concatenate([d.sentence_vectors for d in docs if d.sentence_vectors is not None]).astype(
+            np.float32
+        )
     else:
         finest_vectors = embedder.embed([c.text for c in finest], progress=progress.callback("embedding sentences"))
     vectors = {FINEST: finest_vectors}

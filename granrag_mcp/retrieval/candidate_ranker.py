@@ -138,7 +138,8 @@ class LinearModel:
             raise ValueError(
                 f"a model needs known features {unknown or ''} and one positive scale, mean and coefficient for each"
             )
-        return cls(features, *arrays, float(data["intercept"]))
+        mean, scale, coef = arrays
+        return cls(features, mean, scale, coef, float(data["intercept"]))
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,11 @@ def candidate_sentences(view: Any, chunks: Sequence[Chunk]) -> Sentences:
         else np.zeros((0, dimension), np.float32)
     )
     row = {chunk_id: n for n, chunk_id in enumerate(every)}
-    texts, rows, counts, bounds, sentence_ids = [], [], [], [], []
+    texts: list[str] = []
+    rows: list[int] = []
+    counts: list[int] = []
+    bounds: list[tuple[int, int]] = []
+    sentence_ids: list[int] = []
     for ids in members:
         ids = [i for i in ids if i in found]
         bounds.append((len(texts), len(texts) + len(ids)))

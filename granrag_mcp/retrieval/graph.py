@@ -246,7 +246,8 @@ def strongest_paths(view: View, source: str, target: str, max_hops: int, k: int,
             found[tuple(path)] = min(found.get(tuple(path), math.inf), cost_a + cost_b)
     best = sorted(found.items(), key=lambda item: (len(item[0]), item[1]))[:k]  # the most direct link first
     out = []
-    for path, cost in best:
+    for found_path, cost in best:
+        path = list(found_path)
         hops = []
         for x, y in zip(path, path[1:]):
             targets, weights, counts = graph.neighbours(x)

@@ -8,8 +8,8 @@ that wraps uvicorn's own HTTP protocol (passed as ``uvicorn.Config(http=...)``).
 connection that has no request being served to make room, and answers 503 at once only when every admitted
 connection is serving one. It closes a connection that has not delivered a complete request (head and body) within
 the deadline, counted from connecting or from the end of its previous request. An ASGI middleware of the same
-guard tells it when a request of a connection reaches the application and when the application is done with it; the two meet on the peer address,
-which is unique among the open connections of one listening socket.
+guard tells it when a request of a connection reaches the application and when the application is done with it;
+the two meet on the peer address, which is unique among the open connections of one listening socket.
 """
 
 from __future__ import annotations

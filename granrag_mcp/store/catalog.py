@@ -163,7 +163,8 @@ class Catalog:
     def chunk_ids_in_documents(self, level: Level, doc_ids: Sequence[str] | None, prefix: str | None) -> list[int]:
         """Ids of the `level` chunks of the documents named in `doc_ids` (all when None) whose doc_id starts with
         `prefix` (any when None)."""
-        sql, params = "SELECT id FROM chunks WHERE level = ?", [level]
+        sql = "SELECT id FROM chunks WHERE level = ?"
+        params: list[object] = [level]
         if prefix:
             sql += " AND substr(doc_id, 1, ?) = ?"
             params += [len(prefix), prefix]

@@ -179,7 +179,8 @@ def build_graph(
 
     sentences = catalog.chunks_of_level("narrow")
     mid_parent = {c.id: c.parent_id for c in catalog.chunks_of_level("mid")}
-    found: list[tuple[int, str, int | None, list[int]]] = []  # sentence id, doc, broad id, vocabulary positions
+    # sentence id, doc, broad id, (vocabulary position, start, end) of each concept matched
+    found: list[tuple[int, str, int | None, list[tuple[int, int, int]]]] = []
     counts: Counter[int] = Counter()
     seen: set[tuple[str, int, int]] = set()
     for sentence in sentences:
@@ -189,7 +190,8 @@ def build_graph(
         seen.add(where)
         spans = matcher.spans(sentence.text)
         if spans:
-            found.append((sentence.id, sentence.doc_id, mid_parent.get(sentence.parent_id), spans))
+            broad = mid_parent.get(sentence.parent_id) if sentence.parent_id is not None else None
+            found.append((sentence.id, sentence.doc_id, broad, spans))
             counts.update(set(hit for hit, _, _ in spans))
 
     kept = sorted(v for v, n in counts.items() if n >= MIN_FREQUENCY)
@@ -235,7 +237,7 @@ def build_graph(
         sentence_concepts=sentence_concepts,
         sentence_doc=np.array(sentence_docs, dtype=np.int32),
         docs=np.array(doc_list, dtype=str),
-        **_communities(n_concepts, edges_a, edges_b, weights, pagerank),  # type: ignore[arg-type]
+        **_communities(n_concepts, edges_a, edges_b, weights, pagerank),
         cluster_sent_ptr=np.zeros(1, np.int64),
         cluster_sentences=np.zeros(0, np.int64),
         cluster_broad_ptr=np.zeros(1, np.int64),
@@ -259,7 +261,8 @@ def _edges(
     pairs_per_sentence: list[list[tuple[int, int]]], frequency: np.ndarray, n_concepts: int, n_sentences: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Co-occurrence pairs (a < b) with their weight and count, pruned (positive PMI, top weights)."""
-    firsts, seconds = [], []
+    firsts: list[int] = []
+    seconds: list[int] = []
     for pairs in pairs_per_sentence:
         for a, b in pairs:
             firsts.append(a)
@@ -268,16 +271,16 @@ def _edges(
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, np.float32), np.zeros(0, np.int32)
     codes, counts = np.unique(np.array(firsts, np.int64) * n_concepts + np.array(seconds, np.int64), return_counts=True)
-    a, b = codes // n_concepts, codes % n_concepts
+    first, second = codes // n_concepts, codes % n_concepts
     p_pair = counts / n_sentences
-    pmi = np.log(p_pair / ((frequency[a] / n_sentences) * (frequency[b] / n_sentences)))
+    pmi = np.log(p_pair / ((frequency[first] / n_sentences) * (frequency[second] / n_sentences)))
     with np.errstate(divide="ignore", invalid="ignore"):
         npmi = np.where(p_pair < 1, pmi / -np.log(p_pair), 1.0)
     weight = np.clip(npmi, 0, 1) * np.log2(1 + counts)
     keep = pmi > 0
     if keep.any():
         keep &= weight >= np.percentile(weight[keep], PRUNE_PERCENTILE)
-    return a[keep], b[keep], weight[keep].astype(np.float32), counts[keep].astype(np.int32)
+    return first[keep], second[keep], weight[keep].astype(np.float32), counts[keep].astype(np.int32)
 
 
 def _adjacency(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, count: np.ndarray) -> dict[str, np.ndarray]:

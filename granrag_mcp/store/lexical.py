@@ -175,8 +175,8 @@ class LexicalIndex:
         search on SQuAD-A, not worth it for a small index)."""
         files = array_files(path)
         mapped = sum(file.stat().st_size for file in files) >= map_from_bytes
-        arrays = [_load(file, mapped) for file in files]
-        return cls(*arrays, term_dict=not mapped)
+        ids, vocabulary, data, indices, indptr = (_load(file, mapped) for file in files)
+        return cls(ids, vocabulary, data, indices, indptr, term_dict=not mapped)
 
 
 ARRAYS = ("ids", "vocabulary", "data", "indices", "indptr")

@@ -210,11 +210,11 @@ class VectorIndex:
         if self._kind == "hnsw":
             params = self._search_params(k)
             if selector is not None:  # a chosen id is never a tombstone's -1: this selector also skips removed rows
-                params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
+                params = FAISS.SearchParametersHNSW(efSearch=max(self.ef_search, k))
                 params.sel = selector
             scores, labels = self._index.search(query, k, params=params)
         elif selector is not None:
-            scores, labels = self._index.search(query, k, params=faiss.SearchParameters(sel=selector))
+            scores, labels = self._index.search(query, k, params=FAISS.SearchParameters(sel=selector))
         else:
             scores, labels = self._index.search(query, k)
         return [(int(label), float(score)) for label, score in zip(labels[0], scores[0]) if label >= 0]
