@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from granrag_mcp.concepts import ConceptMatcher
+from granrag_mcp.indexing.concepts import ConceptMatcher
 from granrag_mcp.levels import FINEST
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.level_search import search_level

@@ -9,7 +9,7 @@ from unittest import mock
 import pytest
 from mcp.client import Client
 
-from granrag_mcp.concepts import ConceptMatcher, concept_key
+from granrag_mcp.indexing.concepts import ConceptMatcher, concept_key
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
 from granrag_mcp.store import graph as store_graph
