@@ -15,10 +15,8 @@ import numpy as np
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import (
     ExtractionError,
-    GranragError,
     InvalidInputError,
     NoDocumentsError,
-    StoreWriteError,
 )
 from granrag_mcp.indexing.chunk_vectors import level_vectors
 from granrag_mcp.indexing.chunking import chunk_document
@@ -32,7 +30,6 @@ from granrag_mcp.records import Chunk, ChunkSpan
 from granrag_mcp.retrieval.ranker_choice import carry_ranker
 from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
-from granrag_mcp.store.durable import failure_cause
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
 from granrag_mcp.store.store import (
@@ -41,7 +38,6 @@ from granrag_mcp.store.store import (
     check_identity,
     current_generation,
     lexical_file,
-    readable_current_generation,
     vector_file,
 )
 from granrag_mcp.store.vector_index import VectorIndex
@@ -276,29 +272,17 @@ def _index_with_base(
                 vectors = _embed(new_docs, chunks, embedder, vector_mode, progress)  # type: ignore[arg-type]
 
     generation = max(base.generation if base else 0, last_generation) + 1
-    try:
+    with writer.committing(generation):
         folder = writer.new_folder(generation)
         with clock.stage("index"):
             counts = write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
         with clock.stage("graph"):
-            _write_graph(folder, base, new_docs, embedder, identity.dimension, progress)
+            write_graph(folder, base, new_docs, embedder, identity.dimension, progress)
         with clock.stage("commit"):
             manifest = Manifest(
                 generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={}
             )
             writer.publish(folder, manifest)
-    except BaseException as exc:
-        # Whatever stopped the commit (a full disk shows up as OSError, sqlite3.OperationalError or a FAISS
-        # RuntimeError), its half-built generation goes: left behind it would keep the disk full.
-        writer.abandon(generation)
-        if isinstance(exc, GranragError) or not isinstance(exc, Exception):
-            raise
-        log.debug("commit of generation %d failed", generation, exc_info=True)
-        now = readable_current_generation(writer.root) or "none"
-        raise StoreWriteError(
-            f"could not commit generation {generation} to {writer.root}: {failure_cause(exc)}; the current "
-            f"generation is {now} and is intact. Free disk space or fix the file system, then run the command again"
-        ) from exc
     summary.generation = generation
     summary.committed = True
     summary.new_chunks = {level: len(chunks[level]) for level in LEVELS}
@@ -412,7 +396,7 @@ def write_generation(
     return counts
 
 
-def _write_graph(
+def write_graph(
     folder: Path,
     base: Snapshot | None,
     new_docs: list[_NewDocument],

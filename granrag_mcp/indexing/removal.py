@@ -6,13 +6,13 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from granrag_mcp.errors import GranragError, InvalidInputError, StoreNotFoundError, StoreWriteError
-from granrag_mcp.indexing.pipeline import IndexSummary, write_generation
-from granrag_mcp.levels import LEVELS
+from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
+from granrag_mcp.indexing.pipeline import IndexSummary, write_generation, write_graph
+from granrag_mcp.levels import LEVELS, Level
 from granrag_mcp.progress import Progress
-from granrag_mcp.store.durable import failure_cause
+from granrag_mcp.records import Chunk
 from granrag_mcp.store.manifest import Manifest
-from granrag_mcp.store.store import Snapshot, current_generation, readable_current_generation
+from granrag_mcp.store.store import Snapshot, current_generation
 from granrag_mcp.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
@@ -39,18 +39,12 @@ def remove_documents(
                 )
             last_generation, _ = writer.numbering()
             generation = max(base.generation, last_generation) + 1
-            try:
+            dimension = base.manifest.identity.dimension
+            with writer.committing(generation):  # a cancelled or failed removal leaves the previous generation
                 folder = writer.new_folder(generation)
-                counts = write_generation(
-                    folder,
-                    base,
-                    [],
-                    wanted,
-                    {level: [] for level in LEVELS},
-                    {},
-                    base.manifest.identity.dimension,
-                    progress,
-                )
+                empty: dict[Level, list[Chunk]] = {level: [] for level in LEVELS}
+                counts = write_generation(folder, base, [], wanted, empty, {}, dimension, progress)
+                write_graph(folder, base, [], None, dimension, progress)  # the graph without their concepts
                 manifest = Manifest(
                     generation=generation,
                     identity=base.manifest.identity,
@@ -59,16 +53,6 @@ def remove_documents(
                     files={},
                 )
                 writer.publish(folder, manifest)
-            except BaseException as exc:
-                writer.abandon(generation)  # a cancelled or failed removal leaves the previous generation
-                if isinstance(exc, GranragError) or not isinstance(exc, Exception):
-                    raise
-                log.debug("commit of generation %d failed", generation, exc_info=True)
-                now = readable_current_generation(writer.root) or "none"
-                raise StoreWriteError(
-                    f"could not commit generation {generation} to {writer.root}: {failure_cause(exc)}; the current "
-                    f"generation is {now} and is intact. Free disk space or fix the file system, then try again"
-                ) from exc
         finally:
             base.close()
     summary.generation = generation

@@ -9,19 +9,22 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import filelock
 
 from granrag_mcp.errors import (
+    GranragError,
     IndexBusyError,
     StoreAccessError,
     StoreCorruptError,
     StoreMismatchError,
     StoreWriteError,
 )
-from granrag_mcp.store.durable import fsync_dir, fsync_tree, sha256_bytes, sha256_file, write_atomic
+from granrag_mcp.store.durable import failure_cause, fsync_dir, fsync_tree, sha256_bytes, sha256_file, write_atomic
 from granrag_mcp.store.manifest import FORMAT_VERSION, MANIFEST_FILE, FileEntry, Manifest
 from granrag_mcp.store.store import (
     CURRENT_FILE,
@@ -142,6 +145,25 @@ class StoreWriter:
         folder = self.root / f"{TMP_PREFIX}{generation:06d}-{os.getpid()}"
         folder.mkdir()
         return folder
+
+    @contextmanager
+    def committing(self, generation: int) -> Iterator[None]:
+        """Around the writing and publishing of `generation`: whatever stops it (a full disk shows up as OSError,
+        sqlite3.OperationalError or a FAISS RuntimeError, or the run is cancelled), its half-built generation goes,
+        since left behind it would keep the disk full, and a failure is one line naming its cause."""
+        try:
+            yield
+        except BaseException as exc:
+            self.abandon(generation)
+            if isinstance(exc, GranragError) or not isinstance(exc, Exception):
+                raise
+            log.debug("commit of generation %d failed", generation, exc_info=True)
+            now = readable_current_generation(self.root) or "none"
+            raise StoreWriteError(
+                f"could not commit generation {generation} to {self.root}: {failure_cause(exc)}; the current "
+                f"generation is {now} and is intact. Free disk space or fix the file system, then run the command "
+                "again"
+            ) from exc
 
     def abandon(self, generation: int) -> None:
         """Best-effort removal of what a failed commit of `generation` left behind."""
