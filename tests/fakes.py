@@ -20,6 +20,7 @@ class FakeEmbedder:
         self.max_tokens = max_tokens
         self.calls = 0
         self.texts_embedded = 0
+        self.texts: list[str] = []  # every text embedded, in order
 
     def _vector(self, text: str) -> np.ndarray:
         vector = np.zeros(self.dimension, dtype=np.float32)
@@ -33,6 +34,7 @@ class FakeEmbedder:
     def embed(self, texts: Sequence[str], progress=None) -> np.ndarray:
         self.calls += 1
         self.texts_embedded += len(texts)
+        self.texts.extend(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         out = np.stack([self._vector(t) for t in texts])

@@ -12,7 +12,7 @@ from granrag_mcp.store.store import Snapshot
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
 
-SMALL_CHUNKS = ChunkSettings(broad_tokens=64, broad_overlap=16, mid_tokens=24, sentence_max_tokens=16)
+SMALL_CHUNKS = ChunkSettings(broad_tokens=64, broad_overlap=16, mid_tokens=24, sentence_max_tokens=16, chunker="fixed")
 
 TOPICS = {
     "astronomy.md": "The telescope observed a distant quasar. Astronomers measured its redshift carefully. "

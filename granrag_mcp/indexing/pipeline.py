@@ -27,7 +27,6 @@ from granrag_mcp.indexing.semantic_chunking import semantic_documents
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
-from granrag_mcp.retrieval.ranker_choice import carry_ranker
 from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.lexical import LexicalIndex
@@ -35,6 +34,7 @@ from granrag_mcp.store.manifest import Manifest, StoreIdentity
 from granrag_mcp.store.store import (
     CATALOG_FILE,
     Snapshot,
+    carry_ranker,
     check_identity,
     current_generation,
     lexical_file,

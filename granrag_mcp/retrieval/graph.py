@@ -15,8 +15,8 @@ from functools import lru_cache
 import numpy as np
 
 from granrag_mcp.errors import InvalidInputError
-from granrag_mcp.indexing.concepts import ConceptMatcher, concept_key
 from granrag_mcp.retrieval.view import ScoredChunk, View, check_query
+from granrag_mcp.store.concepts import ConceptMatcher, concept_key
 from granrag_mcp.store.graph import ConceptGraph
 
 MAX_DEPTH = 2

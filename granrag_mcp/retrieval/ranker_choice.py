@@ -16,12 +16,12 @@ from pathlib import Path
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.retrieval.candidate_ranker import CandidateRanker, read_ranker, shipped_ranker
 from granrag_mcp.store.manifest import MANIFEST_FILE
+from granrag_mcp.store.store import RANKER_FILE as STORE_RANKER_FILE
 from granrag_mcp.store.store import Snapshot, load_manifest, read_current
 from granrag_mcp.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
 
-STORE_RANKER_FILE = "candidate_ranker.json"
 """The ranker's file in a generation folder."""
 
 
@@ -48,12 +48,6 @@ class RankerChoice:
         if ranker is None:  # the file was checksummed when the snapshot opened
             ranker = self._by_folder[snapshot.folder] = read_ranker(snapshot.folder / STORE_RANKER_FILE)
         return ranker
-
-
-def carry_ranker(base_folder: Path | None, folder: Path) -> None:
-    """Copy the base generation's ranker into a new generation folder being written, if it has one."""
-    if base_folder is not None and (base_folder / STORE_RANKER_FILE).is_file():
-        shutil.copyfile(base_folder / STORE_RANKER_FILE, folder / STORE_RANKER_FILE)
 
 
 def write_store_ranker(store: Path, ranker: CandidateRanker) -> str:

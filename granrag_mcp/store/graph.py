@@ -2,7 +2,7 @@
 
 Built at index time with no language model (the agent that reads the tools is the model):
 
-* nodes: concepts (`granrag_mcp.indexing.concepts`) found in at least `MIN_FREQUENCY` sentences, each with the
+* nodes: concepts (`granrag_mcp.store.concepts`) found in at least `MIN_FREQUENCY` sentences, each with the
   sentence (narrow chunk) ids that mention it;
 * edges: two concepts mentioned in one sentence, weighted by how often (count) and how much more often than
   chance (normalised PMI); weight = npmi * log2(1 + count), and the weakest `PRUNE_PERCENTILE` % are dropped;
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from granrag_mcp.indexing.concepts import ConceptMatcher, apart, display_names
 from granrag_mcp.store.catalog import Catalog
+from granrag_mcp.store.concepts import ConceptMatcher, apart, display_names
 
 log = logging.getLogger(__name__)
 
@@ -439,7 +439,7 @@ def write_generation_graph(
 ) -> ConceptGraph:
     """Extract the keyphrases of the new documents, keep the others' from the base generation, build the graph and
     write both files into the generation being built."""
-    from granrag_mcp.indexing.concepts import keyphrases
+    from granrag_mcp.store.concepts import keyphrases
 
     phrases = read_phrases(base_folder) if base_folder is not None else None
     previous = ConceptGraph.read(base_folder) if base_folder is not None else None

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 _WORD = re.compile(r"\w\w+")
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
     between both but by can did do does doing down during each few for from further had has have having he her
     here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
@@ -36,7 +36,7 @@ def analyse(text: str) -> list[str]:
     """Lower-cased words of two or more characters, stopwords dropped, plural endings folded."""
     terms = []
     for word in _WORD.findall(text.lower()):
-        if word in _STOPWORDS:
+        if word in STOPWORDS:
             continue
         if len(word) > 4 and word.endswith("ies"):
             word = word[:-3] + "y"

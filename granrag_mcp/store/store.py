@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,8 @@ LOCK_FILE = "writer.lock"
 HOLDER_FILE = "writer.holder.json"
 CATALOG_FILE = "catalog.sqlite"
 TMP_PREFIX = ".tmp-gen-"
+RANKER_FILE = "candidate_ranker.json"
+"""A candidate ranker fitted on the user's questions (`eval --fit-ranker`), carried from generation to generation."""
 KEEP_GENERATIONS = 2
 
 
@@ -222,3 +225,9 @@ def readable_current_generation(root: Path) -> str | None:
         return current_generation(root)
     except StoreCorruptError:
         return None
+
+
+def carry_ranker(base_folder: Path | None, folder: Path) -> None:
+    """Copy the base generation's fitted ranker into a new generation folder being written, if it has one."""
+    if base_folder is not None and (base_folder / RANKER_FILE).is_file():
+        shutil.copyfile(base_folder / RANKER_FILE, folder / RANKER_FILE)

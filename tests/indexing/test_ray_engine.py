@@ -47,7 +47,7 @@ def ray_cluster():
 def run(paths, store, engine, **options):
     from granrag_mcp.engine import run_index
 
-    settings = Settings(store=store, device="cpu", broad_tokens=256, broad_overlap=32, mid_tokens=64)
+    settings = Settings(store=store, device="cpu", broad_tokens=256, broad_overlap=32, mid_tokens=64, chunker="fixed")
     return run_index(paths, settings, quiet=True, engine=engine, **options)
 
 
@@ -90,7 +90,9 @@ def test_ray_on_a_gpu_gives_the_cpu_stores_chunks_and_near_vectors(ray_cluster, 
 
     docs = write_corpus(tmp_path / "docs", DOCS, repeat=2)
     run([docs], tmp_path / "cpu", "local")
-    settings = Settings(store=tmp_path / "gpu", device="auto", broad_tokens=256, broad_overlap=32, mid_tokens=64)
+    settings = Settings(
+        store=tmp_path / "gpu", device="auto", broad_tokens=256, broad_overlap=32, mid_tokens=64, chunker="fixed"
+    )
     run_index([docs], settings, quiet=True, engine="ray")  # one actor on the cluster's GPU
     comparison = compare_stores(tmp_path / "cpu", tmp_path / "gpu")
     assert comparison.same_chunks, comparison.differences
@@ -121,7 +123,7 @@ def test_cli_on_ray_keeps_stdout_for_its_json_and_reports_progress_on_stderr(ray
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "GRANRAG_CHUNKER": "fixed"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout)  # nothing but the summary on stdout

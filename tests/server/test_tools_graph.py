@@ -9,10 +9,10 @@ from unittest import mock
 import pytest
 from mcp.client import Client
 
-from granrag_mcp.indexing.concepts import ConceptMatcher, concept_key
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
 from granrag_mcp.store import graph as store_graph
+from granrag_mcp.store.concepts import ConceptMatcher, concept_key
 from tests import graph_corpus
 from tests.fakes import FakeEmbedder
 from tests.server.test_app import call, fail, fake_engine, fake_index, run

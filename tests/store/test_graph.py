@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from granrag_mcp.errors import StoreCorruptError
-from granrag_mcp.indexing.concepts import ConceptMatcher, concept_key
+from granrag_mcp.store.concepts import ConceptMatcher, concept_key
 from granrag_mcp.store.graph import GRAPH_FILE, MIN_FREQUENCY, PHRASES_FILE, write_generation_graph
 from granrag_mcp.store.store import Snapshot
 from tests import graph_corpus

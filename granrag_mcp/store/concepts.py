@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from granrag_mcp.store.lexical import _STOPWORDS as _LEXICAL_STOPWORDS  # noqa: PLC2701 -- this project's own list
+from granrag_mcp.store.lexical import STOPWORDS as _LEXICAL_STOPWORDS
 
 MAX_WORDS = 3
 """Longest concept in words: longer YAKE phrases are mostly a concept plus a verb or an adjective."""
