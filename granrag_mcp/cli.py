@@ -1,6 +1,9 @@
 """The `granrag-mcp` command: index, status, search, recover, serve.
 
 Heavy modules are imported inside the commands, after the arguments are parsed, so `--help` is instant.
+
+Longer than most modules because it holds every command's arguments in one parser; each command's work lives
+in the module it calls.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Wiring into cli.py: call `add_eval_parser(commands)` in `build_parser()` and map
 `main()`. The flags --store, --model, --vector-mode, --reranker, --cross-encoder and --batch-size use the
 attribute names of cli's `_SETTING_FLAGS`, so `load_settings(args)` turns them into Settings fields.
 Heavy modules are imported inside `cmd_eval`, so `--help` stays instant.
+
+Longer than most modules because it is one command: its arguments, the store it builds or reuses, the run
+and the report.
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ retrieval functions (which embed their query) find the vector already computed, 
 reranker's passage windows are embedded once for the whole run instead of once per question.
 `MemoReranker` remembers the scores of one question, so the HRR mid list and `hrr_search` share one
 rerank.
+
+Longer than most modules because every strategy compared must share one question context and one
+hierarchy cache, so that they differ only in the technique.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The visible text of an HTML document: markup, scripts, styles and hidden elements dropped, blocks on lines of
-their own, table cells separated; and the charset a document declares."""
+their own, table cells separated; and the charset a document declares.
+
+Longer than most modules because HTML's rules for where an element ends (implied end tags, hidden
+subtrees) belong together.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The index run: discover, extract, chunk, embed, and commit one new generation (incrementally)."""
+"""The index run: discover, extract, chunk, embed, and commit one new generation (incrementally).
+
+Longer than most modules because the incremental run is one transaction: discovery, extraction, chunking,
+embedding and the commit share its state, and splitting them would pass that state around.
+"""
 
 from __future__ import annotations
 

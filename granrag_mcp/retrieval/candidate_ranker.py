@@ -10,6 +10,9 @@ regression over these features orders the candidates; equal scores keep HRR's or
 Two models live in one ranker file: `hrr` (inside features plus HRR's list ranks and scores, for `hrr_search`)
 and `chunks` (inside features and the reranker's score only, for reranking any chunk ids). The shipped file was
 fitted on SQuAD-style questions; `granrag-mcp eval --fit-ranker` fits one on another QA set.
+
+Longer than most modules because the features, the model file and the reordering must agree exactly: the
+features a model was fitted on are the features it is applied to.
 """
 
 from __future__ import annotations

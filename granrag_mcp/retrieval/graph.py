@@ -3,6 +3,9 @@
 Find concepts by name or meaning, a concept's neighbourhood, the strongest paths between two concepts, community
 reports for overview questions, and passages ranked by personalized PageRank from the query's concepts. Every
 answer names the sentence (narrow chunk) ids that state it, so the agent can open them with the context tools.
+
+Longer than most modules because the four graph techniques share the graph's walks (reach, evidence
+sentences, community ranking).
 """
 
 from __future__ import annotations

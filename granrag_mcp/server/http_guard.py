@@ -10,6 +10,9 @@ connection is serving one. It closes a connection that has not delivered a compl
 the deadline, counted from connecting or from the end of its previous request. An ASGI middleware of the same
 guard tells it when a request of a connection reaches the application and when the application is done with it;
 the two meet on the peer address, which is unique among the open connections of one listening socket.
+
+Longer than most modules because the protocol wrapper and the ASGI middleware are two halves of one guard
+that meet on the peer address.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """The shapes MCP tools return: one hit shape everywhere, wrapped in small result models.
 
 Every model here becomes a tool's output schema, so field descriptions are written for the model reading them.
+
+Longer than most modules because the output models and their text rendering must stay in step: every
+field a model carries is quoted the same way.
 """
 
 from __future__ import annotations

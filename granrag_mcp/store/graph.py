@@ -14,6 +14,9 @@ Each document's keyphrases are kept too (`concepts.json`), so an incremental run
 it adds; the graph itself is rebuilt from the catalog, which is fast next to the embedding of the same run.
 Stored as `graph.npz` (arrays) and `concepts.json` in the generation folder, checksummed by the manifest like
 every other index.
+
+Longer than most modules because building, writing and reading the graph share one file layout; the concept
+rules themselves are in `concepts`.
 """
 
 from __future__ import annotations
