@@ -25,8 +25,10 @@ def test_make_run_writes_nothing_but_the_server_output_to_stdout(tmp_path: Path,
     stamp.touch()
     later = (ROOT / "pyproject.toml").stat().st_mtime + 10
     os.utime(stamp, (later, later))  # installed after the last change to pyproject.toml: no install step runs
+    # As a client starts it: not as a sub-make of `make test`, whose variables would make it print its directory.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     done = subprocess.run(
-        ["make", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        ["make", target, f"VENV={venv}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout == PROTOCOL_LINE + "\n"
     assert "a log line" in done.stderr
