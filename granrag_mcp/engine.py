@@ -14,6 +14,7 @@ from granrag_mcp.embedding.embedder import (
     set_model_threads,
 )
 from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
+from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.ranker_choice import RankerChoice
 from granrag_mcp.retrieval.view import View
@@ -40,11 +41,13 @@ def run_index(
     quiet: bool = False,
     engine: IndexEngine = "local",
     ray_address: str | None = None,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
 ) -> IndexSummary:
     """Index `paths` into the settings' store, as `granrag-mcp index` does. With engine "ray" the documents are
-    extracted, chunked and embedded on a Ray cluster; this process still writes and commits the generation."""
+    extracted, chunked and embedded on a Ray cluster; this process still writes and commits the generation.
+    `embedder`: one already loaded (a server's), else the settings' model is loaded if there is work."""
     from granrag_mcp.indexing.pipeline import index_paths  # the serving path never needs the indexing stages
-    from granrag_mcp.progress import Progress
 
     parallel = None
     if engine == "ray" and settings.chunker != "fixed":
@@ -59,14 +62,14 @@ def run_index(
     return index_paths(
         paths,
         settings.store,
-        embedder_factory=lambda: make_embedder(settings),
+        embedder_factory=(lambda: embedder) if embedder is not None else (lambda: make_embedder(settings)),
         tokenizer=get_tokenizer(settings.tokenizer),
         chunking=settings.chunking,
         vector_mode=settings.vector_mode,
         model_name=settings.model,
         prune=prune,
         rebuild=rebuild,
-        progress=Progress(enabled=not quiet),
+        progress=progress or Progress(enabled=not quiet),
         parallel=parallel,
     )
 

@@ -78,20 +78,9 @@ def register(server: MCPServer, budget: int) -> None:
             settings = holder.settings
 
             def work(progress):
-                from granrag_mcp.indexing.pipeline import index_paths as run_index
-                from granrag_mcp.tokens import get_tokenizer
+                from granrag_mcp.engine import run_index
 
-                return run_index(
-                    real,
-                    settings.store,
-                    embedder_factory=lambda: engine.embedder,
-                    tokenizer=get_tokenizer(settings.tokenizer),
-                    chunking=settings.chunking,
-                    vector_mode=settings.vector_mode,
-                    model_name=settings.model,
-                    prune=prune,
-                    progress=progress,
-                )
+                return run_index(real, settings, prune=prune, embedder=engine.embedder, progress=progress)
 
             summary = await runs.execute(ctx, run, work)
         except GranragError as exc:
