@@ -133,3 +133,14 @@ class Timer:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self.start
+
+
+def memory() -> dict[str, float]:
+    """This process's resident, anonymous, file-backed and peak memory in MiB, from /proc/self/status."""
+    fields = {"VmRSS": "rss_mib", "RssAnon": "anon_mib", "RssFile": "file_mib", "VmHWM": "peak_mib"}
+    out: dict[str, float] = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key = line.split(":", 1)[0]
+        if key in fields:
+            out[fields[key]] = round(int(line.split()[1]) / 1024, 1)
+    return out

@@ -79,16 +79,6 @@ def make_queries(count: int, seed: int) -> list[str]:
     return chosen[:count]
 
 
-def memory() -> dict[str, float]:
-    fields = {"VmRSS": "rss_mib", "RssAnon": "anon_mib", "RssFile": "file_mib", "VmHWM": "peak_mib"}
-    out: dict[str, float] = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key = line.split(":", 1)[0]
-        if key in fields:
-            out[fields[key]] = round(int(line.split()[1]) / 1024, 1)
-    return out
-
-
 # children
 
 
@@ -158,7 +148,7 @@ def search_child(side: str, work: Path) -> dict[str, Any]:
     """One side alone (its memory), or with side "both" the two in one process, every query timed on each way in
     turn: on a shared machine only latencies taken side by side compare."""
     queries = read_lines(work / "queries.txt")
-    result: dict[str, Any] = {"memory_before_load": memory()}
+    result: dict[str, Any] = {"memory_before_load": _common.memory()}
     began = time.perf_counter()
     searches = {}
     if side in ("ours", "both"):
@@ -171,7 +161,7 @@ def search_child(side: str, work: Path) -> dict[str, Any]:
         searches |= {"retrieve": bm25s_side.retrieve, "get_scores": bm25s_side.scores_only}
     passes = 2 if side == "both" else 1
     result["load_seconds"] = round(time.perf_counter() - began, 3)
-    result["memory_after_load"] = memory()
+    result["memory_after_load"] = _common.memory()
     times: dict[str, list[float]] = {name: [] for name in searches}
     top: dict[str, list[list[int]]] = {}
     for name, search in searches.items():  # warm-up: every query once
@@ -183,7 +173,7 @@ def search_child(side: str, work: Path) -> dict[str, Any]:
                 search(query, K)
                 times[name].append(time.perf_counter() - began)
     result["latency"] = {name: _common.latency_summary(t) for name, t in times.items()}
-    result["memory_after_searches"] = memory()
+    result["memory_after_searches"] = _common.memory()
     (work / f"top-{side}.json").write_text(json.dumps(top))
     return result
 

@@ -149,16 +149,6 @@ def chunk_ids(n: int) -> np.ndarray:
 # memory
 
 
-def memory() -> dict[str, float]:
-    fields = {"VmRSS": "rss_mib", "RssAnon": "anon_mib", "RssFile": "file_mib", "VmHWM": "peak_mib"}
-    out: dict[str, float] = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key = line.split(":", 1)[0]
-        if key in fields:
-            out[fields[key]] = round(int(line.split()[1]) / 1024, 1)
-    return out
-
-
 # children
 
 
@@ -252,7 +242,7 @@ def search_child(args: argparse.Namespace) -> dict[str, Any]:
     sets = {key[2:]: (saved[key], saved["t_" + key[2:]]) for key in saved.files if key.startswith("q_")}
     gc.collect()
     path = work / "level.faiss"
-    result: dict[str, Any] = {"mmap": not args.no_mmap, "cold": args.cold, "memory_before_open": memory()}
+    result: dict[str, Any] = {"mmap": not args.no_mmap, "cold": args.cold, "memory_before_open": _common.memory()}
     if args.cold:  # drop this file's pages from the page cache (only its own clean pages: harmless to others)
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -271,7 +261,7 @@ def search_child(args: argparse.Namespace) -> dict[str, Any]:
     result["kind"] = index.kind
     result["storage"] = getattr(index, "storage", "fp32")
     result["mapped"] = index.mapped
-    result["memory_after_open"] = memory()
+    result["memory_after_open"] = _common.memory()
     settings = [int(v) for v in args.ef_search.split(",")] if index.kind == "hnsw" else [0]
     rows = []
     for ef in settings:
@@ -282,12 +272,12 @@ def search_child(args: argparse.Namespace) -> dict[str, Any]:
             for q in queries[:5]:
                 index.search(q, K)
             row[name] = _common.recall_and_latency(index.search, queries, truth, K)
-        row["memory_after"] = memory()  # the pages touched so far: this setting and the ones before it
+        row["memory_after"] = _common.memory()  # the pages touched so far: this setting and the ones before it
         rows.append(row)
         print(f"[search child] ef={ef}: {json.dumps(row)}", file=sys.stderr, flush=True)
     result["settings"] = rows
     result["searches"] = sum(len(q) + 5 for q, _ in sets.values()) * len(settings)
-    result["memory_after_searches"] = memory()
+    result["memory_after_searches"] = _common.memory()
     return result
 
 
