@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from granrag_mcp.indexing.pipeline import IndexSummary, index_paths
 from granrag_mcp.levels import LEVELS
 from granrag_mcp.records import Chunk
-from granrag_mcp.settings import ChunkSettings
+from granrag_mcp.settings import ChunkSettings, Settings
 from granrag_mcp.store.store import Snapshot
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
@@ -62,5 +63,19 @@ def index(
         chunking=chunking,
         vector_mode=options.pop("vector_mode", "mean"),
         model_name=embedder.name,
+        **options,
+    )
+
+
+def fake_index(paths: list[Path], settings: Settings, embedder: FakeEmbedder, **options: Any) -> IndexSummary:
+    """An index run as `granrag-mcp index` makes it from `settings`, with a fake embedder."""
+    return index_paths(
+        paths,
+        settings.store,
+        embedder_factory=lambda: embedder,
+        tokenizer=get_tokenizer(settings.tokenizer),
+        chunking=settings.chunking,
+        vector_mode=settings.vector_mode,
+        model_name=settings.model,
         **options,
     )

@@ -13,10 +13,10 @@ from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
+from tests.helpers import fake_index
 from tests.reliability.support import (
     all_chunk_ids,
     chunk_ids_of,
-    fake_index,
     fake_settings,
     write_small_corpus,
 )

@@ -24,11 +24,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client import Client
 from mcp_types import CallToolResult
 
-from granrag_mcp.indexing.pipeline import index_paths
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import CATALOG_FILE, Snapshot, read_current
-from granrag_mcp.tokens import get_tokenizer
-from tests.fakes import FakeEmbedder
 from tests.helpers import current_chunks
 from tests.server.test_app import SMALL_CHUNKS, write_corpus
 from tests.server.test_stdio import granrag_command, server_env
@@ -71,19 +68,6 @@ UNICODE_TEXT = (
 
 def fake_settings(store: Path) -> Settings:
     return Settings(store=store, model="fake-hash-embedder", **SMALL_CHUNKS)
-
-
-def fake_index(paths: list[Path], settings: Settings, embedder: FakeEmbedder, **options: Any):
-    return index_paths(
-        paths,
-        settings.store,
-        embedder_factory=lambda: embedder,
-        tokenizer=get_tokenizer(settings.tokenizer),
-        chunking=settings.chunking,
-        vector_mode=settings.vector_mode,
-        model_name=settings.model,
-        **options,
-    )
 
 
 def chunk_ids_of(store: Path, doc_ids: set[str]) -> list[str]:

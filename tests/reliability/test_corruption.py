@@ -28,9 +28,9 @@ from granrag_mcp.server.app import build_server
 from granrag_mcp.store.graph import GRAPH_FILE, PHRASES_FILE
 from granrag_mcp.store.store import CURRENT_FILE, Snapshot, read_current
 from tests.fakes import FakeEmbedder
+from tests.helpers import fake_index
 from tests.reliability.support import (
     STORE_FILES,
-    fake_index,
     fake_settings,
     record,
     run_cli,

@@ -20,7 +20,8 @@ from granrag_mcp.progress import Progress
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
-from tests.reliability.support import fake_index, fake_settings, run_cli
+from tests.helpers import fake_index
+from tests.reliability.support import fake_settings, run_cli
 from tests.server.test_app import SMALL_CHUNKS
 
 TEXT = "The harbour crane lifted forty containers before noon. " * 40

@@ -21,8 +21,9 @@ from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
 from granrag_mcp.server.models import DATA_NOTICE, fence
 from tests.fakes import FakeEmbedder
+from tests.helpers import fake_index
 from tests.reliability.conftest import FuzzStore
-from tests.reliability.support import Session, fake_index, fake_settings, session, text_of
+from tests.reliability.support import Session, fake_settings, session, text_of
 
 LABEL = re.compile(r"^\[(\d+)\] (\S+) \| chars (\d+)-(\d+) \| level (\w+)")
 

@@ -19,13 +19,13 @@ from mcp_types import CallToolResult
 from granrag_mcp.cli import main as cli_main
 from granrag_mcp.engine import Engine
 from granrag_mcp.errors import ModelLoadError, StoreMismatchError, StoreNotFoundError
-from granrag_mcp.indexing.pipeline import index_paths
 from granrag_mcp.rerankers import SentenceWindowReranker
 from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
 from granrag_mcp.server.app import build_server, check_store
 from granrag_mcp.settings import Settings
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
+from tests.helpers import fake_index
 
 TOOLS = {
     "search_broad",
@@ -87,18 +87,6 @@ def part_of(text: str, fact: str) -> bool:
 
 def fake_settings(store: Path) -> Settings:
     return Settings(store=store, model=FAKE_MODEL, **SMALL_CHUNKS)
-
-
-def fake_index(paths: list[Path], settings: Settings, embedder: FakeEmbedder) -> None:
-    index_paths(
-        paths,
-        settings.store,
-        embedder_factory=lambda: embedder,
-        tokenizer=get_tokenizer(settings.tokenizer),
-        chunking=settings.chunking,
-        vector_mode=settings.vector_mode,
-        model_name=settings.model,
-    )
 
 
 def fake_engine(settings: Settings, embedder: FakeEmbedder) -> Engine:

@@ -11,7 +11,8 @@ from mcp.client import Client
 
 from granrag_mcp.server.app import build_server
 from tests.fakes import FakeEmbedder
-from tests.server.test_app import call, fail, fake_engine, fake_index, fake_settings, run, write_corpus
+from tests.helpers import fake_index
+from tests.server.test_app import call, fail, fake_engine, fake_settings, run, write_corpus
 
 QUESTION = "When was the Zephyr Bridge completed?"
 SEARCHES = ("search_broad", "search_narrow", "search_fused")

@@ -15,7 +15,8 @@ from granrag_mcp.store import graph as store_graph
 from granrag_mcp.store.concepts import ConceptMatcher, concept_key
 from tests import graph_corpus
 from tests.fakes import FakeEmbedder
-from tests.server.test_app import call, fail, fake_engine, fake_index, run
+from tests.helpers import fake_index
+from tests.server.test_app import call, fail, fake_engine, run
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ from granrag_mcp.server.app import build_server
 from granrag_mcp.server.resources import PAGE_CHARS
 from granrag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
-from tests.server.test_app import FAKE_MODEL, SMALL_CHUNKS, call, fail, fake_engine, fake_index, run, write_corpus
+from tests.helpers import fake_index
+from tests.server.test_app import FAKE_MODEL, SMALL_CHUNKS, call, fail, fake_engine, run, write_corpus
 
 WRITE_TOOLS = {"index_paths", "remove_documents", "index_status"}
 NOTES = {
