@@ -40,6 +40,9 @@ def server_env(settings: Settings, **extra: str) -> dict[str, str]:
         "TRANSFORMERS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
     }
+    # A checkout run with PYTHONPATH (a second worktree) must spawn its own code, not the installed copy's.
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env | extra
 
 
