@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -96,8 +97,11 @@ class Engine:
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
         load_reranker_now: bool = True,
+        allow_empty: bool = False,
     ) -> None:
-        if read_current(settings.store) is None:  # fail before the slow model load
+        """`allow_empty`: a store with no generation yet is served as an empty library (a server that may write
+        its first one); `view()` raises StoreNotFoundError until a generation is committed."""
+        if read_current(settings.store) is None and not allow_empty:  # fail before the slow model load
             raise StoreNotFoundError(
                 f"no index at {settings.store}: build one with `granrag-mcp index PATH... --store {settings.store}`"
             )
@@ -108,13 +112,39 @@ class Engine:
         self.tokenizer = RememberedCounts(get_tokenizer(settings.tokenizer))
         self.embedder = embedder or make_embedder(settings)
         set_model_threads(settings.threads)
-        self.live = LiveStore(settings.store, identity_for(settings, self.embedder.dimension))
+        self._identity = identity_for(settings, self.embedder.dimension)
+        self._live_lock = threading.Lock()
+        self._live: LiveStore | None = None
+        self._open_live()
         if reranker is None and load_reranker_now:
             reranker = load_reranker(settings.reranker, self.embedder, settings.cross_encoder)
         self.reranker = reranker
         if reranker is not None:
             log.info("reranker: %s", reranker.name)
         self.candidate_rankers = RankerChoice(settings.candidate_ranker)
+
+    def _open_live(self) -> LiveStore | None:
+        """The live store, opened once the store has a committed generation; None while it has none."""
+        if self._live is None and read_current(self.settings.store) is not None:
+            with self._live_lock:
+                if self._live is None:
+                    self._live = LiveStore(self.settings.store, self._identity)
+        return self._live
+
+    @property
+    def empty(self) -> bool:
+        """Whether the store has no committed generation yet."""
+        return self._open_live() is None
+
+    @property
+    def live(self) -> LiveStore:
+        live = self._open_live()
+        if live is None:
+            raise StoreNotFoundError(
+                f"no index at {self.settings.store} yet: build one with `granrag-mcp index PATH... --store "
+                f"{self.settings.store}`"
+            )
+        return live
 
     def view(self) -> View:
         snapshot = self.live.snapshot()

@@ -149,6 +149,14 @@ class ServerSettings(BaseModel):
     similar_query_threshold: float = Field(
         0.92, ge=0.0, le=1.0, description="Cosine at which an earlier query of the session is listed as similar."
     )
+    watch_interval: float = Field(
+        1.0,
+        ge=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="Seconds between the server's looks at the store for a generation committed by another process "
+        "(`granrag-mcp index`), which it then serves and announces to subscribed clients (0: off).",
+    )
 
 
 def is_loopback(host: str) -> bool:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -86,17 +87,24 @@ async def explain_uninitialized(ctx: ServerRequestContext[Any, Any], call_next: 
 def load_engine(settings: Settings) -> Engine:
     from granrag_mcp.engine import Engine
 
-    return Engine(settings)
+    return Engine(settings, allow_empty=settings.allow_write)  # a writing server may start with an empty library
 
 
 def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine] | None = None) -> MCPServer:
     """The MCP server with every tool; `engine_factory` (default `Engine`) builds the engine at startup."""
-    holder = EngineHolder(settings, engine_factory or load_engine)
+    bus = InMemorySubscriptionBus()  # `subscriptions/listen` streams; the library watch publishes to it too
+    holder = EngineHolder(settings, engine_factory or load_engine, bus)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[EngineHolder]:
         holder.start()  # returns at once: initialize is answered while the engine loads
-        yield holder
+        async with anyio.create_task_group() as group:
+            if settings.watch_interval > 0:  # generations committed by another process (the CLI)
+                group.start_soon(holder.watch.poll, holder.engine, settings.watch_interval)
+            try:
+                yield holder
+            finally:
+                group.cancel_scope.cancel()
 
     server: MCPServer = MCPServer(
         "granrag-mcp",
@@ -105,8 +113,10 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level=settings.log_level,
+        subscriptions=bus,
     )
     server.middleware.append(explain_uninitialized)
+    server.middleware.append(holder.watch.remember_legacy_stdio_client)
     for group in TOOL_GROUPS:
         group.register(server, settings.max_tokens)
     if settings.allow_write:  # without it the write tools do not exist
@@ -121,13 +131,19 @@ def run_server(settings: Settings) -> None:
     # Calls run in parallel worker threads, and a team of spinning OpenMP threads per call stalls when the cores are
     # busy: on 2 cores shared with one other busy process, a one-query embedding took ~490 ms instead of ~8 ms.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    manifest = check_store(settings)
-    log.info(
-        "index at %s: generation %s, %s documents",
-        settings.store,
-        manifest.generation,
-        manifest.counts.get("documents", 0),
-    )
+    try:
+        manifest = check_store(settings)
+    except StoreNotFoundError:
+        if not settings.allow_write:
+            raise
+        log.info("no index at %s yet: the library is empty until index_paths adds documents", settings.store)
+    else:
+        log.info(
+            "index at %s: generation %s, %s documents",
+            settings.store,
+            manifest.generation,
+            manifest.counts.get("documents", 0),
+        )
     server = build_server(settings)
     if settings.transport == "stdio":
         anyio.run(serve_stdio, server)

@@ -2,14 +2,13 @@
 that browse resources see what the index holds.
 
 `resources/list` pages through the documents of the current generation (a middleware adds them to the SDK's
-answer, which only knows static resources); documents and chunks are read through two templates. When the
-server commits a new generation it tells subscribed clients (`notify_library_changed`).
+answer, which only knows static resources); documents and chunks are read through two templates. Each new
+generation is announced to subscribed clients by the library watch (`library_watch`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -18,7 +17,6 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import Resource
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from granrag_mcp.errors import GranragError
 from granrag_mcp.server.state import EngineHolder, holder_of
@@ -93,6 +91,8 @@ def _view(ctx: Context[Any, Any]):
 
 
 def _resources(holder: EngineHolder, offset: int) -> tuple[list[Resource], int]:
+    if holder.empty():
+        return [], 0
     view, _ = holder.view()
     documents, total = view.list_documents(None, LIST_PAGE, offset)
     return [
@@ -138,18 +138,3 @@ async def list_documents_as_resources(ctx: ServerRequestContext[Any, Any], call_
     if offset + len(resources) < total:
         result["nextCursor"] = str(offset + len(resources))
     return result
-
-
-async def notify_library_changed(ctx: Context[Any, Any], doc_ids: Sequence[str]) -> None:
-    """Tell clients that the document list and these documents changed: `subscriptions/listen` streams of every
-    session, and the calling session itself when it speaks a protocol from before those streams."""
-    try:
-        await ctx.notify_resources_changed()
-        for doc_id in doc_ids:
-            await ctx.notify_resource_updated(document_uri(doc_id))
-        if ctx.request_context.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            await ctx.session.send_resource_list_changed()
-            for doc_id in doc_ids:
-                await ctx.session.send_resource_updated(document_uri(doc_id))
-    except Exception as exc:  # a notification nobody receives must not fail the committed run
-        log.debug("resource change notifications not sent: %s", exc)

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import SubscriptionBus
 
-from granrag_mcp.errors import GranragError
+from granrag_mcp.errors import GranragError, StoreNotFoundError
+from granrag_mcp.server.library_watch import LibraryWatch
 from granrag_mcp.server.query_memory import QueryMemories
 from granrag_mcp.settings import Settings
 
@@ -29,12 +31,13 @@ log = logging.getLogger(__name__)
 
 ENGINE_WAIT_SECONDS = 300.0
 ENGINE_THREAD = "granrag-engine-load"
+EMPTY_LIBRARY = "the library is empty: call index_paths with a folder inside the allowed roots"
 
 
 class EngineHolder:
     """The engine, built once in its own thread; tool calls (in worker threads) wait until it is ready."""
 
-    def __init__(self, settings: Settings, factory: Callable[[Settings], Engine]) -> None:
+    def __init__(self, settings: Settings, factory: Callable[[Settings], Engine], bus: SubscriptionBus) -> None:
         self.settings = settings
         self._factory = factory
         self._ready = threading.Event()
@@ -44,6 +47,7 @@ class EngineHolder:
         self._error: str | None = None
         # per client session (see query_memory); a stdio server has one client
         self.queries = QueryMemories(settings.query_memory, one_client=settings.transport == "stdio")
+        self.watch = LibraryWatch(settings.store, bus, legacy_stdio=settings.transport == "stdio")
 
     def start(self) -> None:
         """Start building the engine, once; later calls (one per connection) do nothing."""
@@ -62,6 +66,10 @@ class EngineHolder:
             self._error = "the index could not be loaded (see the server's log); restart the server once that is fixed"
             log.exception("loading the engine failed")
         else:
+            try:
+                self.watch.baseline(engine)
+            except Exception as exc:  # an unreadable store: the tools say what to do when they are called
+                log.warning("the library's documents not read at start: %s", exc)
             self._engine = engine
             log.info("ready: serving the index at %s", self.settings.store)
         finally:
@@ -80,6 +88,8 @@ class EngineHolder:
         store = self.settings.store
         try:
             view = engine.view()
+        except StoreNotFoundError as exc:  # no generation yet: only a server that may write starts so
+            raise ToolError(EMPTY_LIBRARY if self.settings.allow_write else str(exc)) from None
         except OSError as exc:  # a generation folder or manifest gone from under the server
             log.error("cannot read the index at %s: %s", store, exc)
             raise ToolError(
@@ -88,6 +98,10 @@ class EngineHolder:
                 f"--rebuild --store {store}`"
             ) from None
         return view, engine.tokenizer
+
+    def empty(self) -> bool:
+        """Whether the library has no committed generation yet (a writing server started on an empty store)."""
+        return self.engine().empty
 
 
 def loading() -> bool:

@@ -27,7 +27,10 @@ def register(server: MCPServer, budget: int) -> None:
         """The indexed documents (doc_id, source path, size in characters and tokens), sorted by doc_id, with the
         total count for paging. Use a doc_id prefix to narrow to a folder.
         """
-        view, _ = holder_of(ctx).view()
+        holder = holder_of(ctx)
+        if holder.empty():  # a writing server started on an empty store, before its first index_paths
+            return DocumentList(generation=0, total=0, offset=offset, documents=[])
+        view, _ = holder.view()
         documents, total = view.list_documents(prefix, limit, offset)
         return DocumentList(
             generation=view.snapshot.generation,

@@ -4,6 +4,7 @@ what is being written. Without the flag they do not exist, so a read-only server
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -11,16 +12,17 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from granrag_mcp.errors import GranragError
-from granrag_mcp.server.resources import notify_library_changed
 from granrag_mcp.server.results import description
-from granrag_mcp.server.state import holder_of
+from granrag_mcp.server.state import EngineHolder, holder_of
 from granrag_mcp.server.tools import READ_ONLY
 from granrag_mcp.server.write_models import IndexStatus, RunResult
 from granrag_mcp.server.writes import Runs, allowed_roots, check_paths, result_of
 
+log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Callable[..., Awaitable[Any]])
 
 INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -42,6 +44,16 @@ def _tool(server: MCPServer, title: str, annotations: ToolAnnotations) -> Callab
         return fn
 
     return add
+
+
+async def announce(holder: EngineHolder, ctx: Context[Any, Any]) -> None:
+    """Serve and announce the committed generation now, rather than at the library watch's next look; a caller on a
+    protocol from before `subscriptions/listen` is told on its own session."""
+    legacy = ctx.request_context.protocol_version not in MODERN_PROTOCOL_VERSIONS
+    try:
+        await holder.watch.check(holder.engine, ctx.session if legacy else None)
+    except Exception as exc:  # a notification nobody receives must not fail the committed run
+        log.debug("resource change notifications not sent: %s", exc)
 
 
 def register(server: MCPServer, budget: int) -> None:
@@ -91,7 +103,7 @@ def register(server: MCPServer, budget: int) -> None:
                 f"committed generation {summary.generation}: searches now see it; {summary.added} added, "
                 f"{summary.updated} updated, {summary.removed} removed"
             )
-            await notify_library_changed(ctx, doc_ids)
+            await announce(holder, ctx)
         else:
             message = f"no changes: generation {summary.generation} stays current"
         return runs.finish(
@@ -126,7 +138,7 @@ def register(server: MCPServer, budget: int) -> None:
         except GranragError as exc:
             runs.finish(run, result_of(run, None, "failed", str(exc), None))
             raise
-        await notify_library_changed(ctx, doc_ids)
+        await announce(holder, ctx)
         message = f"committed generation {summary.generation} without {summary.removed} document(s)"
         return runs.finish(run, result_of(run, summary, "committed", message, summary.generation, doc_ids))
 
@@ -137,11 +149,13 @@ def register(server: MCPServer, budget: int) -> None:
         """
         holder = holder_of(ctx)
         roots, origin = await allowed_roots(ctx, holder.settings.allowed_root_paths)
-        view, _ = await anyio.to_thread.run_sync(holder.view)
-        counts = view.snapshot.manifest.counts
+        generation, counts = 0, {}
+        if not await anyio.to_thread.run_sync(holder.empty):
+            view, _ = await anyio.to_thread.run_sync(holder.view)
+            generation, counts = view.snapshot.generation, view.snapshot.manifest.counts
         running = runs.running
         return IndexStatus(
-            generation=view.snapshot.generation,
+            generation=generation,
             documents=counts.get("documents", 0),
             chunks={level: counts.get(level, 0) for level in ("broad", "mid", "narrow")},
             running=running.info() if running else None,

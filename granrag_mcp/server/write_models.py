@@ -48,7 +48,7 @@ class RunningJob(_Model):
 class IndexStatus(_Model):
     """The store, what is being written to it, and the last run."""
 
-    generation: int = Field(description="The generation being served.")
+    generation: int = Field(description="The generation being served; 0 while the library is empty.")
     documents: int = Field(description="Documents in the index.")
     chunks: dict[str, int] = Field(description="Chunks per level (broad, mid, narrow).")
     running: RunningJob | None = Field(description="The run in progress in this server; null when none.")

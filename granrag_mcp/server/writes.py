@@ -55,7 +55,7 @@ class RunCancelled(GranragError):
 
 
 async def allowed_roots(ctx: Context[Any, Any], configured: Sequence[Path]) -> tuple[list[Path], str]:
-    """The client's MCP roots when it offers them (asked on every call, so a `roots/list_changed` is never
+    """The client's MCP roots when it offers some (asked on every call, so a `roots/list_changed` is never
     missed), else the server's configured roots."""
     session = ctx.session
     capabilities = session.client_capabilities
@@ -70,7 +70,10 @@ async def allowed_roots(ctx: Context[Any, Any], configured: Sequence[Path]) -> t
                 for root in result.roots
                 if str(root.uri).startswith("file:")
             ]
-            return roots, "the client's MCP roots"
+            if roots:
+                return roots, "the client's MCP roots"
+            # Clients such as MCP Inspector declare roots and list none: the operator's setting then decides.
+            return list(configured), "GRANRAG_ALLOWED_ROOTS (the client's MCP roots list is empty)"
     return list(configured), "GRANRAG_ALLOWED_ROOTS"
 
 
