@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
@@ -267,3 +268,90 @@ def test_the_cli_and_the_server_exclude_each_other(library) -> None:
 
     message = run(server_for(library), scenario)
     assert "index busy: process" in message and "granrag-mcp index" in message
+
+
+def test_an_empty_library_is_served_until_index_paths_commits_its_first_generation(library) -> None:
+    """`serve --allow-write` on a store that does not exist yet: the first run of "index my notes folder"."""
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.rerankers import SentenceWindowReranker
+
+    settings = library["settings"].model_copy(update={"store": library["tmp"] / "new" / "store"})
+    embedder = library["embedder"]
+    server = build_server(
+        settings, lambda s: Engine(s, embedder=embedder, reranker=SentenceWindowReranker(embedder), allow_empty=True)
+    )
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        empty = await fail(client, "search_narrow", {"query": "comet"})
+        hrr = await fail(client, "hrr_search", {"query": "comet"})
+        listed = await call(client, "list_documents", {})
+        status = await call(client, "index_status", {})
+        resources = (await client.list_resources()).resources
+        indexed = await call(client, "index_paths", {"paths": [str(library["root"] / "notes")]})
+        hits = await call(client, "search_narrow", {"query": "comet tail sun", "k": 3})
+        after = await call(client, "list_documents", {})
+        return locals()
+
+    out = run(server, scenario)
+    assert WRITE_TOOLS <= out["tools"] and "search_narrow" in out["tools"]
+    for message in (out["empty"], out["hrr"]):
+        assert "the library is empty: call index_paths" in message
+    assert out["listed"]["total"] == 0 and out["listed"]["documents"] == []
+    assert out["status"]["generation"] == 0 and out["status"]["documents"] == 0
+    assert out["resources"] == []
+    assert out["indexed"]["outcome"] == "committed" and out["indexed"]["generation"] == 1
+    assert out["hits"]["hits"] and out["hits"]["hits"][0]["doc_id"] == "deep/comet.txt"
+    assert out["after"]["total"] == 2
+
+
+def test_a_generation_another_process_commits_is_served_and_announced_to_listeners(library) -> None:
+    from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+
+    settings, embedder = library["settings"], library["embedder"]
+    kettle = "granrag://documents/kettle.md"
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        before = await call(client, "list_documents", {})
+        events: list[Any] = []
+        async with client.listen(resources_list_changed=True, resource_subscriptions=[kettle]) as subscription:
+            # as `granrag-mcp index` in another process: the same store, not through the server
+            await anyio.to_thread.run_sync(lambda: fake_index([library["root"] / "notes"], settings, embedder))
+            with anyio.fail_after(30):
+                async for event in subscription:
+                    events.append(event)
+                    if any(isinstance(e, ResourceUpdated) for e in events) and ResourcesListChanged() in events:
+                        break
+        hits = await call(client, "search_narrow", {"query": "kettle water boils", "k": 3, "doc_ids": ["kettle.md"]})
+        return {"before": before, "events": events, "hits": hits}
+
+    out = run(server_for(library, watch_interval=0.05), scenario)
+    assert out["before"]["total"] == 3
+    assert ResourceUpdated(uri=kettle) in out["events"] and ResourcesListChanged() in out["events"]
+    assert {e.uri for e in out["events"] if isinstance(e, ResourceUpdated)} == {kettle}  # only what it listens to
+    assert out["hits"]["generation"] == out["before"]["generation"] + 1
+    assert out["hits"]["hits"] and out["hits"]["hits"][0]["doc_id"] == "kettle.md"
+
+
+def test_a_client_on_an_older_protocol_hears_of_commits_by_another_process_too(library) -> None:
+    from mcp_types import ResourceListChangedNotification, ResourceUpdatedNotification
+
+    settings, embedder = library["settings"], library["embedder"]
+    heard: list[Any] = []
+    arrived = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        heard.append(message)
+        if isinstance(message, ResourceListChangedNotification):
+            arrived.set()
+
+    async def scenario(client: Client) -> list[str]:
+        await call(client, "list_documents", {})
+        await anyio.to_thread.run_sync(lambda: fake_index([library["root"] / "notes"], settings, embedder))
+        with anyio.fail_after(30):
+            await arrived.wait()
+        await anyio.sleep(0.2)  # the updates follow the list change
+        return sorted(m.params.uri for m in heard if isinstance(m, ResourceUpdatedNotification))
+
+    uris = run(server_for(library, watch_interval=0.05), scenario, mode="legacy", message_handler=on_message)
+    assert uris == ["granrag://documents/deep/comet.txt", "granrag://documents/kettle.md"]

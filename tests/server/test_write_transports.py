@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +155,59 @@ def test_one_agent_indexes_while_another_searches_over_http(store) -> None:
     assert generations[0] < generations[-1]  # the reader searched while the writer indexed, across the switch
     final = out["final"].structured_content["hits"]
     assert final and final[0]["doc_id"] == "http2/note011.md"
+
+
+def test_first_run_on_an_empty_store_then_the_cli_commit_is_announced_over_stdio(store, tmp_path: Path) -> None:
+    """`serve --allow-write` on a store that does not exist yet; index_paths commits its first generation; then
+    `granrag-mcp index` in another process commits the next, and the subscribed client hears of it."""
+    from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+
+    settings, root = store
+    mine = write_notes(root / "allowed" / "first-notes", 2, seed=3, group="first")
+    theirs = write_notes(root / "allowed" / "cli-notes", 2, seed=4, group="cli")
+    empty_store = tmp_path / "fresh" / "store"
+    env = os.environ | server_env(settings) | {"GRANRAG_WATCH_INTERVAL": "0.2"}
+    params = StdioServerParameters(
+        command=granrag_command(),
+        args=["serve", "--store", str(empty_store), "--allow-write", "--allowed-roots", str(root / "allowed")],
+        env=env,
+    )
+    watched = "granrag://documents/cli1/note001.md"
+
+    def cli_index() -> subprocess.CompletedProcess[str]:
+        command = [granrag_command(), "index", str(theirs), "--store", str(empty_store), "--quiet"]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+    async def scenario() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        with open(tmp_path / "server.stderr", "w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                s = Session(client, {t.name: t for t in (await client.list_tools()).tools})
+                out["tools"] = set(s.tools)
+                out["empty"] = await s.error("search_fused", {"query": "the violin number 1"})
+                out["listed"] = await s.ok("list_documents", {})
+                out["indexed"] = await s.ok("index_paths", {"paths": [str(mine)]})
+                out["mine"] = await s.ok("search_narrow", {"query": "the violin number 1", "k": 3})
+                events: list[Any] = []
+                async with client.listen(resources_list_changed=True, resource_subscriptions=[watched]) as sub:
+                    out["cli"] = await anyio.to_thread.run_sync(cli_index)
+                    with anyio.fail_after(60):
+                        async for event in sub:
+                            events.append(event)
+                            if ResourceUpdated(uri=watched) in events and ResourcesListChanged() in events:
+                                break
+                out["events"] = events
+                out["theirs"] = await s.ok(
+                    "search_narrow", {"query": "the violin number 1", "k": 3, "doc_prefix": "cli1/"}
+                )
+        return out
+
+    out = run(scenario)
+    assert WRITE_TOOLS <= out["tools"]
+    assert "the library is empty: call index_paths" in out["empty"]
+    assert out["listed"]["total"] == 0
+    assert out["indexed"]["outcome"] == "committed" and out["indexed"]["generation"] == 1
+    assert out["mine"]["hits"] and out["mine"]["hits"][0]["doc_id"] == "first1/note001.md"
+    assert out["cli"].returncode == 0, out["cli"].stderr
+    assert ResourceUpdated(uri=watched) in out["events"] and ResourcesListChanged() in out["events"]
+    assert out["theirs"]["generation"] == 2 and out["theirs"]["hits"][0]["doc_id"] == "cli1/note001.md"
