@@ -4,6 +4,11 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# MCP Inspector's CLI, pinned, in a git-ignored folder: tests/server/test_inspector.py drives the server with it.
+# Its package asks for node 22; the CLI flows the test runs work on node 20 too.
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR := .tools/inspector
+INSPECTOR_STAMP := $(INSPECTOR)/.installed-$(INSPECTOR_VERSION)
 
 .PHONY: run serve-http test test-slow install clean-store
 
@@ -16,7 +21,16 @@ $(STAMP): pyproject.toml
 	@$(BIN)/pip install --quiet -e ".[test,eval]" >&2
 	@touch $(STAMP)
 
-install: $(STAMP)
+# Only where npm exists; without npm, or when the registry cannot be reached, make goes on and the Inspector
+# test skips, saying why.
+$(INSPECTOR_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		if npm install --prefix $(INSPECTOR) --no-audit --no-fund --loglevel=error \
+			@modelcontextprotocol/inspector@$(INSPECTOR_VERSION) >&2; then touch $@; \
+		else echo "MCP Inspector not installed (npm failed): its test will skip" >&2; fi; \
+	else echo "npm not found: MCP Inspector not installed, its test will skip" >&2; fi
+
+install: $(STAMP) $(INSPECTOR_STAMP)
 
 run: $(STAMP)
 	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --index-if-empty docs
@@ -27,7 +41,7 @@ serve-http: $(STAMP)
 # Lint, types, the suite, then the embedding and server paths again with torch, oneDNN and FAISS held to AVX2: the
 # fp32 path a CPU without AVX-512 takes (precision `auto` resolves to fp32 there), exercised on any machine.
 AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 FAISS_OPT_LEVEL=avx2
-test: $(STAMP)
+test: $(STAMP) $(INSPECTOR_STAMP)
 	$(BIN)/ruff check granrag_mcp tests benchmarks
 	$(BIN)/ruff format --check granrag_mcp tests benchmarks
 	$(BIN)/mypy
