@@ -76,9 +76,11 @@ class LibraryWatch:
         """Announce the current generation if it is new; return the doc_ids announced as updated. `caller`: the
         session of a write tool's caller on an older protocol, told as well."""
         async with self._lock:
-            engine = await anyio.to_thread.run_sync(engine_of)
+            if await anyio.to_thread.run_sync(_pointer, self._store) in (self._seen, UNSEEN):
+                return []  # the common case: one small read, no engine
+            engine = await anyio.to_thread.run_sync(engine_of)  # waits for the load, which sets the baseline
             pointer = await anyio.to_thread.run_sync(_pointer, self._store)
-            if pointer == self._seen or pointer == UNSEEN:
+            if pointer in (self._seen, UNSEEN):
                 return []
             hashes = await anyio.to_thread.run_sync(_hashes, engine)  # opens (switches to) the new generation
             changed = sorted(d for d in hashes.keys() | self._hashes.keys() if hashes.get(d) != self._hashes.get(d))
