@@ -167,6 +167,22 @@ def test_the_clients_roots_replace_the_configured_ones(library) -> None:
     assert "client-root" in out["refused"] and out["indexed"]["added"] == 2
 
 
+def test_a_client_that_declares_roots_and_lists_none_falls_back_to_the_configured_roots(library) -> None:
+    async def no_roots(_context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[])
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        return {
+            "status": await call(client, "index_status", {}),
+            "indexed": await call(client, "index_paths", {"paths": [str(library["root"] / "notes")]}),
+        }
+
+    out = run(server_for(library), scenario, list_roots_callback=no_roots, mode="legacy")
+    assert out["status"]["allowed_roots"] == [str(library["root"].resolve())]
+    assert "the client's MCP roots list is empty" in out["status"]["roots_from"]
+    assert out["indexed"]["added"] == 2
+
+
 def test_long_documents_are_read_in_pages_and_listing_pages_through_documents(library, monkeypatch) -> None:
     import granrag_mcp.server.resources as resources
 

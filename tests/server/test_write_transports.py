@@ -211,3 +211,29 @@ def test_first_run_on_an_empty_store_then_the_cli_commit_is_announced_over_stdio
     assert out["cli"].returncode == 0, out["cli"].stderr
     assert ResourceUpdated(uri=watched) in out["events"] and ResourcesListChanged() in out["events"]
     assert out["theirs"]["generation"] == 2 and out["theirs"]["hits"][0]["doc_id"] == "cli1/note001.md"
+
+
+def test_first_run_on_a_missing_store_over_http(store, tmp_path: Path) -> None:
+    settings, root = store
+    notes = write_notes(root / "allowed" / "http-first", 2, seed=6, group="hfirst")
+    fresh = settings.model_copy(update={"store": tmp_path / "missing" / "store"})
+    server = start(fresh, tmp_path / "server", GRANRAG_ALLOW_WRITE="true", GRANRAG_ALLOWED_ROOTS=str(root / "allowed"))
+    try:
+
+        async def scenario() -> dict[str, Any]:
+            async with Client(server.url) as client:
+                s = Session(client, {t.name: t for t in (await client.list_tools()).tools})
+                return {
+                    "empty": await s.error("search_narrow", {"query": "the violin number 1"}),
+                    "status": await s.ok("index_status", {}),
+                    "indexed": await s.ok("index_paths", {"paths": [str(notes)]}),
+                    "hits": await s.ok("search_narrow", {"query": "the violin number 1", "k": 3}),
+                }
+
+        out = run(scenario)
+    finally:
+        stop(server.process)
+    assert "the library is empty: call index_paths" in out["empty"]
+    assert out["status"]["generation"] == 0 and out["status"]["documents"] == 0
+    assert out["indexed"]["generation"] == 1
+    assert out["hits"]["hits"] and out["hits"]["hits"][0]["doc_id"] == "hfirst1/note001.md"
