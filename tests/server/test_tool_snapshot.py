@@ -11,16 +11,24 @@ import os
 from pathlib import Path
 
 import anyio
+import pytest
 
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOT = SNAPSHOTS / "tools.json"
+WRITE_SNAPSHOT = SNAPSHOTS / "tools_write.json"
 
 
-def current_tools() -> str:
-    server = build_server(Settings(store=Path("unused-store"), max_tokens=4000))
-    server_tools = anyio.run(server.list_tools)
+def current_tools(*, allow_write: bool = False) -> str:
+    """The read-only server's tools, or with allow_write only the tools that `--allow-write` adds."""
+    read_only = anyio.run(build_server(Settings(store=Path("unused-store"), max_tokens=4000)).list_tools)
+    server_tools = read_only
+    if allow_write:
+        writing = build_server(Settings(store=Path("unused-store"), max_tokens=4000, allow_write=True))
+        known = {tool.name for tool in read_only}
+        server_tools = [tool for tool in anyio.run(writing.list_tools) if tool.name not in known]
     tools = [
         {
             "name": tool.name,
@@ -35,19 +43,22 @@ def current_tools() -> str:
     return json.dumps(tools, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def test_tool_list_matches_the_snapshot() -> None:
-    current = current_tools()
+@pytest.mark.parametrize(
+    ("allow_write", "snapshot"), [(False, SNAPSHOT), (True, WRITE_SNAPSHOT)], ids=["read", "write"]
+)
+def test_tool_list_matches_the_snapshot(allow_write: bool, snapshot: Path) -> None:
+    current = current_tools(allow_write=allow_write)
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
-        SNAPSHOT.write_text(current, encoding="utf-8")
-    assert SNAPSHOT.exists(), f"{SNAPSHOT} is missing: create it with UPDATE_SNAPSHOTS=1"
-    expected = SNAPSHOT.read_text(encoding="utf-8")
+        snapshot.parent.mkdir(parents=True, exist_ok=True)
+        snapshot.write_text(current, encoding="utf-8")
+    assert snapshot.exists(), f"{snapshot} is missing: create it with UPDATE_SNAPSHOTS=1"
+    expected = snapshot.read_text(encoding="utf-8")
     if current != expected:
         diff = "".join(
             difflib.unified_diff(
                 expected.splitlines(keepends=True),
                 current.splitlines(keepends=True),
-                fromfile="tests/snapshots/tools.json (snapshot)",
+                fromfile=f"{snapshot.name} (snapshot)",
                 tofile="tools now",
                 n=2,
             )
