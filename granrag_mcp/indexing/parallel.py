@@ -88,7 +88,8 @@ def embed_documents(
     ]
     if not docs:
         return
-    planned = [(doc, p) for doc, p in zip(docs, (p for p in prepared if p.extracted is not None)) if p.plan is not None]
+    kept = [p for p in prepared if p.extracted is not None]  # in docs' order
+    planned = [(doc, p) for doc, p in zip(docs, kept, strict=True) if p.plan is not None]
     if planned:
         cuts = cut_planned(
             [(doc.source.doc_id, doc.text) for doc, _ in planned],
@@ -103,7 +104,7 @@ def embed_documents(
     chunks, _ = _assign_ids(docs, 0)  # ids local to this batch: only the rows' order matters here
     vectors = _embed(docs, chunks, embedder, mode, Progress(enabled=False))
     done = {level: 0 for level in LEVELS}
-    for doc, p in zip(docs, (p for p in prepared if p.extracted is not None), strict=True):
+    for doc, p in zip(docs, kept, strict=True):
         for level in LEVELS:
             count = sum(1 for span in doc.spans if span.level == level)
             p.vectors[level] = np.ascontiguousarray(vectors[level][done[level] : done[level] + count])
