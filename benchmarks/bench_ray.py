@@ -123,6 +123,7 @@ def main() -> None:
             ray.shutdown()
     result["same_chunks"] = comparison.same_chunks
     result["min_cosine"] = round(comparison.min_cosine, 6)
+    result["documents_cut_differently"] = comparison.documents_cut_differently
     result["same_concepts"] = comparison.same_concepts
     result["concept_min_cosine"] = round(comparison.concept_min_cosine, 6)
 

@@ -23,6 +23,9 @@ class StoreComparison:
     differences: list[str] = field(default_factory=list)  # a few of the chunks that differ, for the message
     same_concepts: bool = True  # the same concepts (keys, names, mentioning sentences) and edges, or no graph in either
     concept_min_cosine: float = 1.0  # lowest cosine between a concept's two name vectors (0 where one has none)
+    # Documents cut differently (their spans at some level differ, ids aside): chunk ids are numbered across
+    # documents, so one document cut differently renumbers every later one, and this says which it was.
+    documents_cut_differently: list[str] = field(default_factory=list)
 
 
 def _cosines(va: np.ndarray, vb: np.ndarray) -> np.ndarray:
@@ -42,6 +45,14 @@ def compare_graphs(a: ConceptGraph | None, b: ConceptGraph | None) -> tuple[bool
     if differences or not len(a):
         return not differences, 1.0, differences
     return True, float(_cosines(a.vectors, b.vectors).min()), []
+
+
+def _spans_by_document(snapshot: Snapshot) -> dict[str, list[tuple[str, int, int]]]:
+    spans: dict[str, list[tuple[str, int, int]]] = {}
+    for level in LEVELS:
+        for c in snapshot.catalog.chunks_of_level(level):
+            spans.setdefault(c.doc_id, []).append((level, c.start, c.end))
+    return {doc: sorted(found) for doc, found in spans.items()}
 
 
 def compare_stores(first: Path, second: Path, most_differences: int = 5) -> StoreComparison:
@@ -68,10 +79,14 @@ def compare_stores(first: Path, second: Path, most_differences: int = 5) -> Stor
                 va, vb = a.vectors[level].reconstruct(ids), b.vectors[level].reconstruct(ids)
                 min_cosine = min(min_cosine, float(_cosines(va, vb).min()))
         same_chunks = not differences
+        spans_a, spans_b = _spans_by_document(a), _spans_by_document(b)
+        cut_differently = sorted(d for d in set(spans_a) | set(spans_b) if spans_a.get(d) != spans_b.get(d))
         same_concepts, concept_cosine, graph_differences = compare_graphs(
             ConceptGraph.read(a.folder), ConceptGraph.read(b.folder)
         )
-        return StoreComparison(same_chunks, min_cosine, differences + graph_differences, same_concepts, concept_cosine)
+        return StoreComparison(
+            same_chunks, min_cosine, differences + graph_differences, same_concepts, concept_cosine, cut_differently
+        )
     finally:
         a.close()
         b.close()

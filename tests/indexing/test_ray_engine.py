@@ -73,7 +73,7 @@ def run(paths, store, engine, **options):
 
 
 def assert_same(comparison):
-    assert comparison.same_chunks, comparison.differences
+    assert comparison.same_chunks, (comparison.documents_cut_differently, comparison.differences)
     assert comparison.min_cosine >= 0.9999
     assert comparison.same_concepts, comparison.differences
     assert comparison.concept_min_cosine >= 0.9999  # every concept has its name vector, as the local engine's
