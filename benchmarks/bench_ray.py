@@ -7,8 +7,9 @@ loads and everything). Ray runs twice over:
   happens once and every index run connects to it.
 Warm Ray and local alternate, so a load change on the shared machine hits both. The stores of the last pair are
 compared (same chunk ids, vectors' cosine), and the measured rates give a projection of ingesting one million
-sentences on 1, 4 and 16 workers (linear in workers for the parallel stage; the single writer's indexing and
-commit stay serial). Usage:
+sentences on 1, 4 and 16 workers (linear in workers for the parallel stage; the single writer's indexing, concept
+graph and commit stay serial). Both engines use the default chunker (semantic) unless --chunker says otherwise.
+Usage:
 
     .venv/bin/python benchmarks/bench_ray.py --rounds 2 --copies 2
 
@@ -33,9 +34,10 @@ import squad_corpus
 
 PROJECTED_SENTENCES = 1_000_000
 PROJECTED_WORKERS = (1, 4, 16)
+WRITER_STAGES = ("index", "graph", "commit")  # the single writer's, serial however many workers
 
 
-def index_once(corpus: Path, store: Path, engine: str, address: str | None) -> dict:
+def index_once(corpus: Path, store: Path, engine: str, address: str | None, chunker: str) -> dict:
     command = [
         sys.executable,
         "-m",
@@ -50,6 +52,8 @@ def index_once(corpus: Path, store: Path, engine: str, address: str | None) -> d
         "cpu",
         "--engine",
         engine,
+        "--chunker",
+        chunker,
     ]
     if address:
         command += ["--ray-address", address]
@@ -75,6 +79,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=2, help="SQuAD-A plus reordered copies (default 2: 48 docs)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating local/warm-Ray pairs")
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="CPUs of the local Ray cluster")
+    parser.add_argument("--chunker", choices=("semantic", "fixed"), default="semantic")
     args = parser.parse_args()
     _common.offline_env()
     os.environ.setdefault("GRANRAG_LOG_LEVEL", "WARNING")
@@ -96,12 +101,13 @@ def main() -> None:
         },
         "ray": ray.__version__,
         "cluster_cpus": args.cpus,
+        "chunker": args.chunker,
         "runs": [],
     }
     with tempfile.TemporaryDirectory(prefix="bench-ray-") as tmp:
         corpus = Path(tmp) / "corpus"
         squad_corpus.write(documents, corpus)
-        result["runs"].append(index_once(corpus, Path(tmp) / "cold", "ray", None))
+        result["runs"].append(index_once(corpus, Path(tmp) / "cold", "ray", None, args.chunker))
         ray.init(num_cpus=args.cpus, include_dashboard=False, logging_level="WARNING")
         address = ray.get_runtime_context().gcs_address
         try:
@@ -109,13 +115,17 @@ def main() -> None:
                 order = ("local", "ray") if number % 2 == 0 else ("ray", "local")
                 for engine in order:
                     store = Path(tmp) / f"{engine}-{number}"
-                    result["runs"].append(index_once(corpus, store, engine, address if engine == "ray" else None))
+                    ray_address = address if engine == "ray" else None
+                    result["runs"].append(index_once(corpus, store, engine, ray_address, args.chunker))
             last = args.rounds - 1
             comparison = compare_stores(Path(tmp) / f"local-{last}", Path(tmp) / f"ray-{last}")
         finally:
             ray.shutdown()
     result["same_chunks"] = comparison.same_chunks
     result["min_cosine"] = round(comparison.min_cosine, 6)
+    result["documents_cut_differently"] = comparison.documents_cut_differently
+    result["same_concepts"] = comparison.same_concepts
+    result["concept_min_cosine"] = round(comparison.concept_min_cosine, 6)
 
     def mean(values: list[float]) -> float:
         return round(sum(values) / len(values), 2)
@@ -132,7 +142,7 @@ def main() -> None:
     summary["ray_cold_overhead"] = round(summary["ray_cold_wall_seconds"] / summary["local_wall_seconds"] - 1, 3)
     sentences = warm[0]["sentences"]
     parallel = mean([r["stages"]["parallel"] for r in warm])
-    serial = mean([r["stages"].get("index", 0) + r["stages"].get("commit", 0) for r in warm])
+    serial = mean([sum(r["stages"].get(stage, 0) for stage in WRITER_STAGES) for r in warm])
     fixed = round(summary["ray_warm_wall_seconds"] - parallel - serial, 2)  # imports, connecting, actor start
     workers = args.cpus  # the CPU run's embedding actors: one per CPU
     per_worker = sentences / parallel / workers

@@ -14,7 +14,7 @@ from granrag_mcp.embedding.embedder import (
     SentenceTransformerEmbedder,
     set_model_threads,
 )
-from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
+from granrag_mcp.errors import StoreNotFoundError
 from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.ranker_choice import RankerChoice
@@ -51,11 +51,6 @@ def run_index(
     from granrag_mcp.indexing.pipeline import index_paths  # the serving path never needs the indexing stages
 
     parallel = None
-    if engine == "ray" and settings.chunker != "fixed":
-        raise InvalidInputError(
-            "the Ray engine cuts mid chunks in fixed windows: index with `--chunker fixed` (GRANRAG_CHUNKER=fixed), "
-            "or use `--engine local` for semantic chunks"
-        )
     if engine == "ray":
         from granrag_mcp.indexing.ray_engine import RayStages
 

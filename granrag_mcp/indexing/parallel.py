@@ -1,7 +1,8 @@
 """The per-document stages of an index run, as pure functions a parallel engine runs on its workers.
 
 A document's extraction, chunking and vectors depend on that document alone (a mid or broad vector pools only
-the sentences beneath it), so any set of workers can run them in any order. What needs the whole run stays in
+the sentences beneath it; a semantic mid boundary compares only its own sentences, against its own document's
+percentile), so any set of workers can run them in any order. What needs the whole run stays in
 the one process that writes the store: numbering the chunks, and committing the generation. The local engine
 and a parallel one therefore give the same chunk ids, and vectors that differ only by the arithmetic of
 batches of a different make-up.
@@ -20,6 +21,7 @@ from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.chunking import ChunkSettings, chunk_document
 from granrag_mcp.indexing.discovery import SourceFile
 from granrag_mcp.indexing.extract import ExtractedText, extract_text
+from granrag_mcp.indexing.semantic_chunking import SentencePlan, cut_planned, plan_document
 from granrag_mcp.records import LEVELS, ChunkSpan, Level
 from granrag_mcp.store.manifest import VectorMode
 from granrag_mcp.tokens import Tokenizer
@@ -34,7 +36,8 @@ class PreparedDocument:
 
     extracted: ExtractedText | None
     failure: str | None = None
-    spans: list[ChunkSpan] = field(default_factory=list)
+    spans: list[ChunkSpan] = field(default_factory=list)  # semantic: empty until `embed_documents` cuts the mids
+    plan: SentencePlan | None = None  # semantic: broad chunks and their sentences, before the sentences are embedded
     n_tokens: int = 0
     vectors: dict[Level, np.ndarray] = field(default_factory=dict)  # one row per span of that level, in order
 
@@ -53,20 +56,28 @@ class ParallelStages(Protocol):
 
 
 def prepare_document(source: SourceFile, tokenizer: Tokenizer, chunking: ChunkSettings) -> PreparedDocument:
-    """Extract and chunk one document, as the local engine does."""
+    """Extract and chunk one document, as the local engine does. The semantic chunker needs the sentence vectors
+    to place its mid boundaries, so here it only plans (broad chunks, sentences); `embed_documents` cuts."""
     try:
         extracted = extract_text(source)
     except ExtractionError as exc:
         return PreparedDocument(None, failure=exc.reason)
-    spans = chunk_document(extracted.text, tokenizer, chunking)
-    return PreparedDocument(extracted, spans=spans, n_tokens=tokenizer.count(extracted.text))
+    n_tokens = tokenizer.count(extracted.text)
+    if chunking.chunker == "semantic":
+        return PreparedDocument(extracted, n_tokens=n_tokens, plan=plan_document(extracted.text, tokenizer, chunking))
+    return PreparedDocument(extracted, spans=chunk_document(extracted.text, tokenizer, chunking), n_tokens=n_tokens)
 
 
 def embed_documents(
-    sources: Sequence[SourceFile], prepared: Sequence[PreparedDocument], embedder: Embedder, mode: VectorMode
+    sources: Sequence[SourceFile],
+    prepared: Sequence[PreparedDocument],
+    embedder: Embedder,
+    mode: VectorMode,
+    chunking: ChunkSettings,
 ) -> None:
     """Fill in the vectors of a batch of prepared documents, in one embedding run over all their texts (so the
-    model sees full batches), by the same code as the local engine."""
+    model sees full batches), by the same code as the local engine. Planned (semantic) documents are cut here:
+    their sentences are embedded, the mid boundaries placed, and the sentence vectors kept as the narrow ones."""
     from granrag_mcp.indexing.pipeline import _assign_ids, _embed, _NewDocument
     from granrag_mcp.progress import Progress
 
@@ -77,10 +88,23 @@ def embed_documents(
     ]
     if not docs:
         return
+    kept = [p for p in prepared if p.extracted is not None]  # in docs' order
+    planned = [(doc, p) for doc, p in zip(docs, kept, strict=True) if p.plan is not None]
+    if planned:
+        cuts = cut_planned(
+            [(doc.source.doc_id, doc.text) for doc, _ in planned],
+            [p.plan for _, p in planned if p.plan is not None],
+            chunking,
+            embedder,
+        )
+        for (doc, p), (spans, sentence_vectors) in zip(planned, cuts, strict=True):
+            doc.spans = p.spans = spans
+            doc.sentence_vectors = sentence_vectors
+            p.plan = None  # cut: the spans say it all, and the result travels back smaller
     chunks, _ = _assign_ids(docs, 0)  # ids local to this batch: only the rows' order matters here
     vectors = _embed(docs, chunks, embedder, mode, Progress(enabled=False))
     done = {level: 0 for level in LEVELS}
-    for doc, p in zip(docs, (p for p in prepared if p.extracted is not None), strict=True):
+    for doc, p in zip(docs, kept, strict=True):
         for level in LEVELS:
             count = sum(1 for span in doc.spans if span.level == level)
             p.vectors[level] = np.ascontiguousarray(vectors[level][done[level] : done[level] + count])

@@ -281,7 +281,8 @@ def _index_with_base(
         with clock.stage("index"):
             counts = write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
         with clock.stage("graph"):
-            write_graph(folder, base, new_docs, embedder, identity.dimension, progress)
+            names = _names_embedder(embedder, embedder_factory)  # a parallel run loaded no model here
+            write_graph(folder, base, new_docs, names, identity.dimension, progress)
         with clock.stage("commit"):
             manifest = Manifest(
                 generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={}
@@ -400,15 +401,32 @@ def write_generation(
     return counts
 
 
+def _names_embedder(
+    embedder: Embedder | None, embedder_factory: Callable[[], Embedder]
+) -> Callable[[list[str]], np.ndarray]:
+    """Embeds new concepts' names with the run's model. A parallel run embedded its chunks on the workers, so the
+    model is loaded here only when a concept the previous graph lacks needs its name vector."""
+    loaded: list[Embedder] = [embedder] if embedder is not None else []
+
+    def embed(names: list[str]) -> np.ndarray:
+        if not loaded:
+            loaded.append(embedder_factory())
+        return loaded[0].embed(names)
+
+    return embed
+
+
 def write_graph(
     folder: Path,
     base: Snapshot | None,
     new_docs: list[_NewDocument],
-    embedder: Embedder | None,
+    embed_names: Callable[[list[str]], np.ndarray] | None,
     dimension: int,
     progress: Progress,
 ) -> None:
-    """The concept graph of the generation being built, from its catalog and sentence vectors (see store/graph.py)."""
+    """The concept graph of the generation being built, from its catalog and sentence vectors (see store/graph.py).
+
+    `embed_names` embeds the names of concepts new to this generation (None: a removal, which adds none)."""
     from granrag_mcp.store.graph import write_generation_graph
 
     progress.message("building the concept graph")
@@ -421,7 +439,7 @@ def write_graph(
             catalog,
             {d.source.doc_id: d.text for d in new_docs},
             sentences.reconstruct,
-            embedder.embed if embedder else None,
+            embed_names,
             dimension,
         )
     finally:

@@ -2,10 +2,16 @@
 
 Ray Data runs two stages, streaming: CPU tasks read, extract and chunk each document; a pool of actors, each
 holding one copy of the embedding model (one actor per GPU where the cluster has GPUs), embed batches of those
-documents. This process gathers the results in the order asked for and hands them to the pipeline, whose single
-writer numbers the chunks and commits one generation exactly as the local engine does. A worker that dies is
-retried by Ray; nothing is written to the store until every document is back, so a run that fails leaves the
-current generation as it was.
+documents. With the semantic chunker the tasks split each document into broad chunks and sentences, and the
+actors embed the sentences, place the mid boundaries where the topic changes (a few array operations per
+document, beside the model rather than in a stage of their own that would ship the sentence vectors once more)
+and pool or embed the mid and broad chunks: the same functions as the local engine, in the same order.
+
+This process gathers the results in the order asked for and hands them to the pipeline, whose single writer
+numbers the chunks and commits one generation exactly as the local engine does; it builds the concept graph
+too, loading the same model only to embed the names of concepts new to the store (a few hundred short texts).
+A worker that dies is retried by Ray; nothing is written to the store until every document is back, so a run
+that fails leaves the current generation as it was.
 
 Ray is an optional extra (`pip install 'granrag-mcp[ray]'`); nothing else in the package imports it.
 """
@@ -85,6 +91,7 @@ class _EmbedBatch:
         if settings.device == "cpu":
             set_model_threads(1)  # one actor per CPU: a thread pool per actor would fight the others for cores
         self._mode = settings.vector_mode
+        self._chunking = settings.chunking
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from pathlib import Path
@@ -92,7 +99,7 @@ class _EmbedBatch:
         columns = zip(batch["path"], batch["doc_id"], batch["suffix"], strict=True)
         sources = [SourceFile(Path(p), d, s) for p, d, s in columns]
         prepared = [pickle.loads(payload) for payload in batch["payload"]]
-        embed_documents(sources, prepared, self._embedder, self._mode)
+        embed_documents(sources, prepared, self._embedder, self._mode, self._chunking)
         payloads = [pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL) for p in prepared]
         return {"order": np.asarray(batch["order"]), "payload": np.array(payloads, dtype=object)}
 

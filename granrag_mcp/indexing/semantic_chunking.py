@@ -172,6 +172,20 @@ def semantic_documents(
 ) -> list[tuple[list[ChunkSpan], np.ndarray]]:
     """(spans, sentence vectors in narrow order) per (doc_id, text); all sentences embedded in one run."""
     plans = [plan_document(text, tokenizer, settings) for _, text in documents]
+    return cut_planned(documents, plans, settings, embedder, progress)
+
+
+def cut_planned(
+    documents: Sequence[tuple[str, str]],
+    plans: Sequence[SentencePlan],
+    settings: ChunkSettings,
+    embedder: Embedder,
+    progress: ProgressCallback | None = None,
+) -> list[tuple[list[ChunkSpan], np.ndarray]]:
+    """`semantic_documents` after planning: a parallel engine plans on its CPU tasks and cuts where the model is.
+
+    A document's cut depends on its own sentence vectors alone, so any grouping of documents cuts the same.
+    """
     texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
     vectors = embedder.embed(texts, progress=progress)
     out, offset = [], 0

@@ -324,7 +324,13 @@ def _concept_vectors(
     missing = []
     for row, key in enumerate(keys):
         old = known.get(key)
-        if old is not None and previous is not None and previous.vectors.shape[1] == dimension:
+        # A zero row is a concept that got no name vector (a run without an embedder): this run embeds it.
+        if (
+            old is not None
+            and previous is not None
+            and previous.vectors.shape[1] == dimension
+            and previous.vectors[old].any()
+        ):
             vectors[row] = previous.vectors[old]
         else:
             missing.append(row)

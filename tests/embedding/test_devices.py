@@ -72,3 +72,25 @@ def test_gpu_vectors_match_the_cpu_ones(precision):
     assert gpu_embedder.batch_size == GPU_BATCH_TEXTS
     gpu = gpu_embedder.embed(texts)
     assert np.min(np.sum(cpu * gpu, axis=1)) >= (0.9999 if precision == "fp32" else 0.999)
+
+
+@needs_cuda
+def test_index_on_the_gpu_cuts_the_cpu_stores_sentences_with_the_default_chunker(tmp_path):
+    from granrag_mcp.engine import run_index
+    from granrag_mcp.store.store import Snapshot
+    from tests.helpers import write_corpus
+
+    docs = write_corpus(tmp_path / "docs")
+    spans = {}
+    for device in ("cpu", "cuda"):
+        settings = Settings(store=tmp_path / device, device=device, broad_tokens=64, broad_overlap=16, mid_tokens=32)
+        assert run_index([docs], settings, quiet=True).added == 3
+        snapshot = Snapshot.open(tmp_path / device)
+        try:  # broad chunks and sentences come from the text alone; a semantic mid may move at a near tie
+            spans[device] = {
+                level: [(c.doc_id, c.start, c.end) for c in snapshot.catalog.chunks_of_level(level)]
+                for level in ("broad", "narrow")
+            }
+        finally:
+            snapshot.close()
+    assert spans["cpu"] == spans["cuda"] and spans["cpu"]["narrow"]

@@ -8,6 +8,7 @@ import pytest
 
 from granrag_mcp.indexing.parallel import PreparedDocument, embed_documents, prepare_document
 from granrag_mcp.store.compare import compare_stores
+from granrag_mcp.store.graph import ConceptGraph
 from granrag_mcp.store.store import Snapshot, read_current
 from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
@@ -17,8 +18,8 @@ from tests.helpers import SMALL_CHUNKS, index, write_corpus
 class ScrambledStages:
     """Runs the stages in a shuffled order, `per_batch` documents to an embedding call, like a pool of workers."""
 
-    def __init__(self, mode="mean", per_batch=2, fail=False):
-        self.mode, self.per_batch, self.fail = mode, per_batch, fail
+    def __init__(self, mode="mean", per_batch=2, fail=False, chunking=SMALL_CHUNKS):
+        self.mode, self.per_batch, self.fail, self.chunking = mode, per_batch, fail, chunking
         self.runs = 0
 
     def run(self, changed, progress):
@@ -31,10 +32,18 @@ class ScrambledStages:
         embedder = FakeEmbedder()
         for start in range(0, len(order), self.per_batch):
             batch = order[start : start + self.per_batch]
-            prepared = [prepare_document(changed[i][0], get_tokenizer(), SMALL_CHUNKS) for i in batch]
-            embed_documents([changed[i][0] for i in batch], prepared, embedder, self.mode)
+            prepared = [prepare_document(changed[i][0], get_tokenizer(), self.chunking) for i in batch]
+            embed_documents([changed[i][0] for i in batch], prepared, embedder, self.mode, self.chunking)
             results.update(zip(batch, prepared, strict=True))
         return [results[i] for i in range(len(changed))]
+
+
+def concepts_in(store: Path) -> int:
+    snapshot = Snapshot.open(store)
+    try:
+        return len(ConceptGraph.read(snapshot.folder) or [])
+    finally:
+        snapshot.close()
 
 
 def more_documents(folder: Path) -> Path:
@@ -47,40 +56,68 @@ def more_documents(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("mode", ["mean", "truncate", "windows"])
-def test_parallel_stages_build_the_same_store_as_the_local_engine(tmp_path, mode):
+# Semantic mids from small chunks: a broad chunk holds several sentences, so there are gaps to compare.
+SEMANTIC_CHUNKS = SMALL_CHUNKS.model_copy(update={"chunker": "semantic", "semantic_min_tokens": 8})
+
+
+@pytest.mark.parametrize(
+    ("mode", "chunking"),
+    [("mean", SMALL_CHUNKS), ("truncate", SMALL_CHUNKS), ("windows", SMALL_CHUNKS), ("mean", SEMANTIC_CHUNKS)],
+)
+def test_parallel_stages_build_the_same_store_as_the_local_engine(tmp_path, mode, chunking):
     docs = more_documents(tmp_path / "docs")
-    index(docs, tmp_path / "local", vector_mode=mode)
-    stages = ScrambledStages(mode)
-    summary = index(docs, tmp_path / "parallel", vector_mode=mode, parallel=stages)
+    index(docs, tmp_path / "local", vector_mode=mode, chunking=chunking)
+    stages = ScrambledStages(mode, chunking=chunking)
+    summary = index(docs, tmp_path / "parallel", vector_mode=mode, parallel=stages, chunking=chunking)
     assert stages.runs == 1 and summary.added == 8 and summary.committed
     comparison = compare_stores(tmp_path / "local", tmp_path / "parallel")
     assert comparison.same_chunks, comparison.differences
     assert comparison.min_cosine >= 0.99999
+    # The concept graph too, its new concepts' names embedded by this process (the workers' model is gone).
+    assert concepts_in(tmp_path / "parallel") > 0
+    assert comparison.same_concepts, comparison.differences
+    assert comparison.concept_min_cosine >= 0.99999
 
 
-def test_incremental_prune_and_rebuild_match_the_local_engine(tmp_path):
+def test_semantic_documents_are_cut_on_the_workers_where_the_topic_changes(tmp_path):
+    from granrag_mcp.indexing.chunking import chunk_document
+
     docs = more_documents(tmp_path / "docs")
-    index(docs, tmp_path / "local")
-    index(docs, tmp_path / "parallel", parallel=ScrambledStages())
+    index(docs, tmp_path / "parallel", parallel=ScrambledStages(chunking=SEMANTIC_CHUNKS), chunking=SEMANTIC_CHUNKS)
+    snapshot = Snapshot.open(tmp_path / "parallel")
+    try:
+        text = snapshot.catalog.document_text("extra-2.txt")
+        mids = [(c.start, c.end) for c in snapshot.catalog.chunks_of_level("mid") if c.doc_id == "extra-2.txt"]
+    finally:
+        snapshot.close()
+    fixed = [(s.start, s.end) for s in chunk_document(text, get_tokenizer(), SMALL_CHUNKS) if s.level == "mid"]
+    assert mids and mids != fixed  # cut by meaning, not in the fixed windows a worker without vectors would make
+
+
+@pytest.mark.parametrize("chunking", [SMALL_CHUNKS, SEMANTIC_CHUNKS], ids=["fixed", "semantic"])
+def test_incremental_prune_and_rebuild_match_the_local_engine(tmp_path, chunking):
+    docs = more_documents(tmp_path / "docs")
+    index(docs, tmp_path / "local", chunking=chunking)
+    index(docs, tmp_path / "parallel", parallel=ScrambledStages(chunking=chunking), chunking=chunking)
     (docs / "cooking.txt").write_text("Boil the pasta in salted water. Drain it and add the sauce.", encoding="utf-8")
     (docs / "extra-3.txt").unlink()
     (docs / "new.md").write_text("A new document about glaciers. Ice moves slowly downhill.", encoding="utf-8")
-    for store, parallel in ((tmp_path / "local", None), (tmp_path / "parallel", ScrambledStages())):
-        summary = index(docs, store, prune=True, parallel=parallel)
+    for store, parallel in ((tmp_path / "local", None), (tmp_path / "parallel", ScrambledStages(chunking=chunking))):
+        summary = index(docs, store, prune=True, parallel=parallel, chunking=chunking)
         assert (summary.added, summary.updated, summary.removed, summary.unchanged) == (1, 1, 1, 6)
     comparison = compare_stores(tmp_path / "local", tmp_path / "parallel")
     assert comparison.same_chunks, comparison.differences
     assert comparison.min_cosine >= 0.99999
 
-    stages = ScrambledStages()
-    unchanged = index(docs, tmp_path / "parallel", parallel=stages)
+    stages = ScrambledStages(chunking=chunking)
+    unchanged = index(docs, tmp_path / "parallel", parallel=stages, chunking=chunking)
     assert stages.runs == 0 and not unchanged.committed  # nothing changed: no work sent out
 
-    for store, parallel in ((tmp_path / "local", None), (tmp_path / "parallel", ScrambledStages())):
-        assert index(docs, store, rebuild=True, parallel=parallel).added == 8
+    for store, parallel in ((tmp_path / "local", None), (tmp_path / "parallel", ScrambledStages(chunking=chunking))):
+        assert index(docs, store, rebuild=True, parallel=parallel, chunking=chunking).added == 8
     comparison = compare_stores(tmp_path / "local", tmp_path / "parallel")
     assert comparison.same_chunks and comparison.min_cosine >= 0.99999
+    assert comparison.same_concepts and comparison.concept_min_cosine >= 0.99999
 
 
 def test_documents_that_fail_on_a_worker_are_reported_like_local_failures(tmp_path):

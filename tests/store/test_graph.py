@@ -124,3 +124,21 @@ def test_a_generation_from_before_graphs_gets_every_document_extracted(tmp_path:
 )
 def test_concept_keys(phrase: str, key: str | None) -> None:
     assert concept_key(phrase) == key
+
+
+def test_a_concept_left_without_a_name_vector_gets_one_in_the_next_run():
+    from types import SimpleNamespace
+
+    from granrag_mcp.store.graph import _concept_vectors
+
+    # As a graph written by a run without an embedder: "river" has its vector, "tide" a zero row.
+    previous = SimpleNamespace(keys=np.array(["river", "tide"]), vectors=np.array([[1.0, 0.0], [0.0, 0.0]], np.float32))
+    asked: list[list[str]] = []
+
+    def embed(names):
+        asked.append(names)
+        return np.array([[0.0, 1.0]] * len(names), np.float32)
+
+    vectors = _concept_vectors(["river", "tide"], ["River", "Tide"], embed, 2, previous)  # type: ignore[arg-type]
+    assert asked == [["Tide"]]  # the kept vector is not embedded again
+    assert vectors.tolist() == [[1.0, 0.0], [0.0, 1.0]]
