@@ -55,6 +55,10 @@ def run_index(
             "the Ray engine cuts mid chunks in fixed windows: index with `--chunker fixed` (GRANRAG_CHUNKER=fixed), "
             "or use `--engine local` for semantic chunks"
         )
+    if engine == "ray" and settings.token_vectors:
+        raise InvalidInputError(
+            "the Ray engine does not compute token vectors: index with `--engine local` for --token-vectors"
+        )
     if engine == "ray":
         from granrag_mcp.indexing.ray_engine import RayStages
 
@@ -71,6 +75,7 @@ def run_index(
         rebuild=rebuild,
         progress=progress or Progress(enabled=not quiet),
         parallel=parallel,
+        token_vector_dims=settings.token_vector_dims if settings.token_vectors else 0,
     )
 
 

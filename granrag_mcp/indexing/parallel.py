@@ -78,7 +78,7 @@ def embed_documents(
     if not docs:
         return
     chunks, _ = _assign_ids(docs, 0)  # ids local to this batch: only the rows' order matters here
-    vectors = _embed(docs, chunks, embedder, mode, Progress(enabled=False))
+    vectors, _ = _embed(docs, chunks, embedder, mode, Progress(enabled=False))
     done = {level: 0 for level in LEVELS}
     for doc, p in zip(docs, (p for p in prepared if p.extracted is not None), strict=True):
         for level in LEVELS:

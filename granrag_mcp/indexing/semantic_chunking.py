@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
+from granrag_mcp.embedding.embedder import Embedder, ProgressCallback, TokenReducer
 from granrag_mcp.indexing.chunking import sentence_spans, token_windows
 from granrag_mcp.records import ChunkSpan
 from granrag_mcp.settings import ChunkSettings, parse_override
@@ -169,14 +169,21 @@ def semantic_documents(
     settings: ChunkSettings,
     embedder: Embedder,
     progress: ProgressCallback | None = None,
-) -> list[tuple[list[ChunkSpan], np.ndarray]]:
-    """(spans, sentence vectors in narrow order) per (doc_id, text); all sentences embedded in one run."""
+    token_reduce: TokenReducer | None = None,
+) -> list[tuple[list[ChunkSpan], np.ndarray, list[np.ndarray] | None]]:
+    """(spans, sentence vectors in narrow order, and with `token_reduce` the sentences' reduced token vectors
+    from the same forward) per (doc_id, text); all sentences embedded in one run."""
     plans = [plan_document(text, tokenizer, settings) for _, text in documents]
     texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
-    vectors = embedder.embed(texts, progress=progress)
+    tokens: list[np.ndarray] | None = None
+    if token_reduce is not None:
+        vectors, tokens = embedder.embed_tokens(texts, token_reduce, progress=progress)  # type: ignore[attr-defined]
+    else:
+        vectors = embedder.embed(texts, progress=progress)
     out, offset = [], 0
     for (doc_id, text), plan in zip(documents, plans):
         mine = vectors[offset : offset + plan.texts_count]
+        my_tokens = tokens[offset : offset + plan.texts_count] if tokens is not None else None
         offset += plan.texts_count
-        out.append((semantic_spans(text, plan, mine, settings, percentile_for(doc_id, settings)), mine))
+        out.append((semantic_spans(text, plan, mine, settings, percentile_for(doc_id, settings)), mine, my_tokens))
     return out
