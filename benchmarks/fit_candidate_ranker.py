@@ -47,7 +47,7 @@ def main() -> int:
         from granrag_mcp.engine import Engine, make_embedder
         from granrag_mcp.evaluation.strategies import CachedEmbedder
 
-        settings = Settings(store=args.store)
+        settings = Settings(store=args.store, candidate_ranker="off")  # collecting needs no ranker
         embedder = CachedEmbedder(make_embedder(settings))
         view = Engine(settings, embedder=embedder).view()
         began = time.perf_counter()

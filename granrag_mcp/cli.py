@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also store each sentence's token vectors for MaxSim in the candidate ranker (env GRANRAG_TOKEN_VECTORS)",
     )
-    index.add_argument("--token-vector-dims", type=int, help="dimensions of each stored token vector (default 128)")
+    index.add_argument("--token-vector-dims", type=int, help="dimensions of each stored token vector (default 96)")
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     index.add_argument(
         "--engine",

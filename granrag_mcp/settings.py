@@ -131,7 +131,7 @@ class EmbeddingSettings(BaseModel):
         "a store that has them keeps them on later runs.",
     )
     token_vector_dims: int = Field(
-        128, ge=8, le=4096, description="index --token-vectors: dimensions each token vector is reduced to."
+        96, ge=8, le=4096, description="index --token-vectors: dimensions each token vector is reduced to."
     )
 
 

@@ -169,10 +169,24 @@ def semantic_documents(
     settings: ChunkSettings,
     embedder: Embedder,
     progress: ProgressCallback | None = None,
+) -> list[tuple[list[ChunkSpan], np.ndarray]]:
+    """(spans, sentence vectors in narrow order) per (doc_id, text); all sentences embedded in one run."""
+    return [
+        (spans, vectors)
+        for spans, vectors, _ in semantic_documents_with_tokens(documents, tokenizer, settings, embedder, progress)
+    ]
+
+
+def semantic_documents_with_tokens(
+    documents: Sequence[tuple[str, str]],
+    tokenizer: Tokenizer,
+    settings: ChunkSettings,
+    embedder: Embedder,
+    progress: ProgressCallback | None = None,
     token_reduce: TokenReducer | None = None,
 ) -> list[tuple[list[ChunkSpan], np.ndarray, list[np.ndarray] | None]]:
-    """(spans, sentence vectors in narrow order, and with `token_reduce` the sentences' reduced token vectors
-    from the same forward) per (doc_id, text); all sentences embedded in one run."""
+    """`semantic_documents`, and with `token_reduce` each document's sentences' reduced token vectors, from the
+    forwards that embedded the sentences (the embedder must give token vectors)."""
     plans = [plan_document(text, tokenizer, settings) for _, text in documents]
     texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
     tokens: list[np.ndarray] | None = None

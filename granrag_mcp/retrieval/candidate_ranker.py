@@ -202,11 +202,14 @@ def read_ranker(path: Path) -> CandidateRanker:
         ) from None
 
 
-@lru_cache(maxsize=2)
 def shipped_ranker(tokens: bool = False) -> CandidateRanker:
     """The ranker fitted on SQuAD-A and shipped in the package; with `tokens`, the one that adds MaxSim features
-    (for stores with token vectors)."""
-    name = SHIPPED_TOKEN_RANKER if tokens else SHIPPED_RANKER
+    (for stores with token vectors). The same object on every call."""
+    return _read_shipped(SHIPPED_TOKEN_RANKER if tokens else SHIPPED_RANKER)
+
+
+@lru_cache(maxsize=2)
+def _read_shipped(name: str) -> CandidateRanker:
     data = resources.files("granrag_mcp.retrieval").joinpath(name).read_text(encoding="utf-8")
     return CandidateRanker.from_json(json.loads(data))
 

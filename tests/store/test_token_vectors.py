@@ -24,6 +24,20 @@ def test_projection_is_orthonormal_and_fixed() -> None:
         projection_for(64, 65)
 
 
+def test_the_bundled_model_projects_on_its_shipped_principal_directions() -> None:
+    from importlib import resources
+
+    from granrag_mcp.settings import DEFAULT_MODEL
+
+    with resources.files("granrag_mcp.embedding").joinpath("minilm_token_basis.npy").open("rb") as handle:
+        shipped = np.load(handle).astype(np.float32)
+    p = projection_for(384, 96, DEFAULT_MODEL)
+    np.testing.assert_allclose(p.T @ p, np.eye(96), atol=1e-5)
+    # The same directions as shipped (float16, re-orthonormalised), not a random basis.
+    assert np.abs(np.sum(p * shipped[:, :96], axis=0)).min() > 0.99
+    assert np.abs(np.sum(projection_for(384, 96) * shipped[:, :96], axis=0)).max() < 0.5
+
+
 def test_quantised_rows_keep_their_direction() -> None:
     rng = np.random.default_rng(0)
     tokens = rng.standard_normal((7, 48)).astype(np.float32)
@@ -37,6 +51,8 @@ def test_maxsim_is_the_mean_of_each_query_tokens_best_cosine() -> None:
     query = unit_rows(np.array([[1, 0, 0], [0, 1, 0]], dtype=np.float32))
     rows = unit_rows(np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0], [1, 1, 0]], dtype=np.float32))
     scores = maxsim(query, rows, np.array([2, 0, 2]))
+    # Stored rows need not be unit length (int8 rows are not): the cosine is the same.
+    np.testing.assert_allclose(maxsim(query, rows * 50, np.array([2, 0, 2])), scores, atol=1e-6)
     # sentence 0: token 0's best is 1, token 1's is 0; sentence 2: token 0's best is cos 45 degrees, token 1's 1
     np.testing.assert_allclose(scores, [0.5, -1.0, (0.5**0.5 + 1) / 2], atol=1e-6)
 
@@ -86,8 +102,8 @@ def test_an_index_run_stores_each_sentences_token_vectors(tmp_path: Path, chunke
         # Each sentence's rows are its words' token vectors, projected: the same as projecting them again.
         chunk = narrow[3]
         rows, counts = tokens.rows([chunk.id])
-        expected = unit_rows(quantise(embedder._tokens(chunk.text), tokens.projection))
-        np.testing.assert_allclose(rows, expected, atol=1e-6)
+        expected = quantise(embedder._tokens(chunk.text), tokens.projection)
+        np.testing.assert_array_equal(rows, expected)
         assert counts.tolist() == [len(expected)]
     finally:
         snapshot.close()
