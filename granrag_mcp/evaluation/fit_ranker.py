@@ -263,7 +263,8 @@ def run_fit(
     ranker = fit_ranker(data, f"{kind}-fitted-{len(questions)}q", source, baseline=shipped)
     figures = ranker.cross_validation["hrr"]
     report = [
-        f"candidate ranker, 2-fold cross-validation across {figures['documents']} documents, seeds "
+        f"candidate ranker{' with MaxSim (the store holds token vectors)' if data.has_tokens else ''}, 2-fold "
+        f"cross-validation across {figures['documents']} documents, seeds "
         f"{figures['seeds']} ({figures['questions']} questions):",
         format_comparison(figures),
     ]
