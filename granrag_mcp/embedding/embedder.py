@@ -247,14 +247,15 @@ class SentenceTransformerEmbedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32), []
+        distinct = list(dict.fromkeys(texts))  # as in `embed`: a repeated text (broad overlaps) runs once
         with self._lock:
-            lengths = self._encoder.token_lengths(texts)
+            lengths = self._encoder.token_lengths(distinct)
         batches = plan_batches(lengths, self.batch_size, self.batch_tokens)
-        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
-        tokens: list[np.ndarray] = [np.zeros(0)] * len(texts)
+        vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
+        tokens: list[np.ndarray] = [np.zeros(0)] * len(distinct)
 
         def run(rows: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
-            batch_vectors, batch_tokens = self._forward_tokens([texts[i] for i in rows])
+            batch_vectors, batch_tokens = self._forward_tokens([distinct[i] for i in rows])
             return batch_vectors, [reduce(t) for t in batch_tokens]
 
         done = 0
@@ -265,8 +266,10 @@ class SentenceTransformerEmbedder:
                     tokens[row] = kept
                 done += len(rows)
                 if progress is not None:
-                    progress(done, len(texts))
-        return vectors, tokens
+                    progress(done, len(distinct))
+        row_of = {text: row for row, text in enumerate(distinct)}
+        rows = [row_of[text] for text in texts]
+        return vectors[rows], [tokens[row] for row in rows]
 
     def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         with self._lock:

@@ -219,7 +219,7 @@ def test_calls_from_several_threads_at_once_get_the_single_threaded_results(fp32
 
 
 def test_token_vectors_come_from_the_forward_that_embeds_the_text(fp32) -> None:
-    texts = ["The quasar emits radio waves.", "Knead the dough for ten minutes before it rises overnight."]
+    texts = ["The quasar emits radio waves.", "Knead the dough for ten minutes before it rises overnight."] * 2
     from tokenizers import Tokenizer
 
     from granrag_mcp.settings import DEFAULT_MODEL
