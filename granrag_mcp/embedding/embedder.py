@@ -1,6 +1,9 @@
 """Dense embeddings: a small protocol and its sentence-transformers implementation.
 
 Vectors are float32 and L2-normalised, so inner product is cosine similarity.
+
+Longer than most modules because the embedder's two paths, vectors alone and vectors with the token vectors of
+the same forward, must batch, lock and cache alike, which is easiest to keep true side by side in one class.
 """
 
 from __future__ import annotations
