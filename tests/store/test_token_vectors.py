@@ -179,3 +179,16 @@ def test_a_ray_run_on_a_store_that_keeps_token_vectors_is_refused(tmp_path: Path
     (docs / "new.txt").write_text("Another document about tides.\n", encoding="utf-8")
     with pytest.raises(InvalidInputError, match="Ray engine"):
         index([docs], store, FakeTokenEmbedder(), parallel=object())
+
+
+def test_index_flags_ask_for_token_vectors_and_their_dimensions(monkeypatch) -> None:
+    from granrag_mcp.cli import build_parser as parser
+    from granrag_mcp.cli import load_settings
+
+    monkeypatch.delenv("GRANRAG_TOKEN_VECTORS", raising=False)
+    plain = load_settings(parser().parse_args(["index", "docs"]))
+    assert not plain.token_vectors and plain.token_vector_dims == 96
+    asked = load_settings(parser().parse_args(["index", "docs", "--token-vectors", "--token-vector-dims", "64"]))
+    assert asked.token_vectors and asked.token_vector_dims == 64
+    monkeypatch.setenv("GRANRAG_TOKEN_VECTORS", "1")
+    assert load_settings(parser().parse_args(["index", "docs"])).token_vectors
