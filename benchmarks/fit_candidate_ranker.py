@@ -4,7 +4,10 @@ candidate ranker across articles.
     python benchmarks/fit_candidate_ranker.py --squad ../shared/datasets/squad-v1.1-dev-a.json \
         --store /tmp/eval-store --cache /tmp/ranker-features.npz [--write granrag_mcp/retrieval/candidate_ranker.json]
 
-The store must already hold the SQuAD corpus (`granrag-mcp eval --squad FILE --store DIR` builds it).
+The store must already hold the SQuAD corpus (`granrag-mcp eval --squad FILE --store DIR` builds it). A store
+built with token vectors (GRANRAG_TOKEN_VECTORS=1) adds the MaxSim features; the figures then also show the
+models without them, on the same questions. `--gbm` adds a gradient-boosted ranker (scikit-learn's
+HistGradientBoostingClassifier) to the same cross-validation.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ def main() -> int:
     parser.add_argument("--name", default="linear-squad-a-v1")
     parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation of the logistic regression")
     parser.add_argument("--out", type=Path, help="write the cross-validation figures (JSON) here")
+    parser.add_argument("--gbm", action="store_true", help="also cross-validate a gradient-boosted ranker")
     args = parser.parse_args()
 
     from granrag_mcp.evaluation.fit_ranker import Dataset, collect, cross_validate, fit_ranker
     from granrag_mcp.evaluation.qa import load_squad
     from granrag_mcp.retrieval.candidate_ranker import ALL_FEATURES, INSIDE_FEATURES
+    from granrag_mcp.settings import Settings
 
     qa = load_squad(args.squad)
     if args.cache.exists():
@@ -41,9 +46,8 @@ def main() -> int:
     else:
         from granrag_mcp.engine import Engine, make_embedder
         from granrag_mcp.evaluation.strategies import CachedEmbedder
-        from granrag_mcp.settings import Settings
 
-        settings = Settings(store=args.store)
+        settings = Settings(store=args.store, candidate_ranker="off")  # collecting needs no ranker
         embedder = CachedEmbedder(make_embedder(settings))
         view = Engine(settings, embedder=embedder).view()
         began = time.perf_counter()
@@ -58,10 +62,18 @@ def main() -> int:
         data = collect(view, qa.questions, vectors, progress)
         data.save(args.cache)
         print(f"collected in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+    hrr_features, chunk_features = data.feature_sets()
     figures = {
-        "hrr": cross_validate(data, ALL_FEATURES, c=args.c),
-        "chunks": cross_validate(data, INSIDE_FEATURES, c=args.c),
+        "hrr": cross_validate(data, hrr_features, c=args.c),
+        "chunks": cross_validate(data, chunk_features, c=args.c),
     }
+    if data.has_tokens:
+        figures["hrr without MaxSim"] = cross_validate(data, ALL_FEATURES, c=args.c)
+        figures["chunks without MaxSim"] = cross_validate(data, INSIDE_FEATURES, c=args.c)
+    if args.gbm:
+        began = time.perf_counter()
+        figures["hrr gradient-boosted"] = cross_validate(data, hrr_features, fit=fit_boosted)
+        figures["hrr gradient-boosted"]["seconds"] = round(time.perf_counter() - began, 1)
     print(json.dumps(figures, indent=1))
     if args.out:
         args.out.write_text(json.dumps(figures, indent=1) + "\n")
@@ -75,6 +87,32 @@ def main() -> int:
         )
         ranker.write(args.write)
     return 0
+
+
+class Boosted:
+    """A gradient-boosted classifier behind the linear model's interface (`features`, `score`)."""
+
+    def __init__(self, features, model) -> None:
+        self.features = tuple(features)
+        self.model = model
+
+    def score(self, table):
+        import numpy as np
+
+        x = np.column_stack([np.asarray(table[name], dtype=np.float64) for name in self.features])
+        return self.model.decision_function(x)
+
+
+def fit_boosted(data, rows, features):
+    """HistGradientBoostingClassifier on the head rows, as `fit_model` fits the logistic regression."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from granrag_mcp.retrieval.candidate_ranker import KNOWN_FEATURES, RANKED_HEAD
+
+    keep = rows & (data.position < RANKED_HEAD)
+    x = data.features[keep][:, [KNOWN_FEATURES.index(f) for f in features]]
+    model = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, max_leaf_nodes=15, random_state=0)
+    return Boosted(features, model.fit(x, data.mid_hit[keep]))
 
 
 if __name__ == "__main__":

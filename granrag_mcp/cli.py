@@ -41,6 +41,8 @@ _SETTING_FLAGS = {
     "precision": "precision",
     "device": "device",
     "threads": "threads",
+    "token_vectors": "token_vectors",
+    "token_vector_dims": "token_vector_dims",
     "reranker": "reranker",
     "cross_encoder": "cross_encoder",
     "transport": "transport",
@@ -107,6 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_chunker_flags(index)
     index.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
     index.add_argument("--embed-workers", type=int, help="embedding batches run side by side (default: one per core)")
+    index.add_argument(
+        "--token-vectors",
+        action="store_true",
+        default=None,
+        help="also store each sentence's token vectors for MaxSim in the candidate ranker (env GRANRAG_TOKEN_VECTORS)",
+    )
+    index.add_argument("--token-vector-dims", type=int, help="dimensions of each stored token vector (default 96)")
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     index.add_argument(
         "--engine",

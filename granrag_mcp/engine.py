@@ -14,7 +14,7 @@ from granrag_mcp.embedding.embedder import (
     SentenceTransformerEmbedder,
     set_model_threads,
 )
-from granrag_mcp.errors import StoreNotFoundError
+from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
 from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.ranker_choice import RankerChoice
@@ -51,6 +51,10 @@ def run_index(
     from granrag_mcp.indexing.pipeline import index_paths  # the serving path never needs the indexing stages
 
     parallel = None
+    if engine == "ray" and settings.token_vectors:
+        raise InvalidInputError(
+            "the Ray engine does not compute token vectors: index with `--engine local` for --token-vectors"
+        )
     if engine == "ray":
         from granrag_mcp.indexing.ray_engine import RayStages
 
@@ -67,6 +71,7 @@ def run_index(
         rebuild=rebuild,
         progress=progress or Progress(enabled=not quiet),
         parallel=parallel,
+        token_vector_dims=settings.token_vector_dims if settings.token_vectors else 0,
     )
 
 

@@ -125,6 +125,14 @@ class EmbeddingSettings(BaseModel):
     threads: int = Field(
         1, ge=1, le=256, description="CPU threads of the model and FAISS inside one query (serve, search, eval)."
     )
+    token_vectors: bool = Field(
+        False,
+        description="index: also store each sentence's token vectors (int8) for MaxSim in the candidate ranker; "
+        "a store that has them keeps them on later runs.",
+    )
+    token_vector_dims: int = Field(
+        96, ge=8, le=4096, description="index --token-vectors: dimensions each token vector is reduced to."
+    )
 
 
 class RerankSettings(BaseModel):

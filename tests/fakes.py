@@ -48,3 +48,28 @@ class FakeEmbedder:
         if not words:
             return [(0, len(text))] if text.strip() else []
         return [(words[i].start(), words[min(i + limit, len(words)) - 1].end()) for i in range(0, len(words), limit)]
+
+
+class FakeTokenEmbedder(FakeEmbedder):
+    """A FakeEmbedder that also gives token vectors: one hashed one-hot row per word, so a word the query shares
+    with a sentence scores MaxSim 1. Counts the forwards that computed token vectors."""
+
+    def __init__(self, dimension: int = 64, max_tokens: int = 32) -> None:
+        super().__init__(dimension, max_tokens)
+        self.token_forwards = 0
+
+    def _tokens(self, text: str) -> np.ndarray:
+        words = _WORD.findall(text.lower()) or [""]
+        rows = np.zeros((len(words), self.dimension), dtype=np.float32)
+        for i, word in enumerate(words):
+            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+            rows[i, int.from_bytes(digest[:4], "little") % self.dimension] = 1.0
+        return rows
+
+    def embed_tokens(self, texts: Sequence[str], reduce, progress=None) -> tuple[np.ndarray, list[np.ndarray]]:
+        self.token_forwards += 1
+        return self.embed(texts, progress), [reduce(self._tokens(t)) for t in texts]
+
+    def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        self.token_forwards += 1  # one forward gives both (not counted as an `embed` call)
+        return self._vector(text), self._tokens(text)

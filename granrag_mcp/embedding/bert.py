@@ -175,6 +175,11 @@ class BertMeanEncoder:
     def pooled(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         return mean_pool(self.module(features["input_ids"], features["attention_mask"]), features["attention_mask"])
 
+    def pooled_and_tokens(self, features: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        mask = features["attention_mask"]
+        tokens = self.module(features["input_ids"], mask)
+        return mean_pool(tokens, mask), tokens, mask
+
     def token_lengths(self, texts: list[str]) -> list[int]:
         return [len(row) for row in self._encode(texts)]
 

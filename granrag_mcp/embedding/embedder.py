@@ -1,6 +1,9 @@
 """Dense embeddings: a small protocol and its sentence-transformers implementation.
 
 Vectors are float32 and L2-normalised, so inner product is cosine similarity.
+
+Longer than most modules because the embedder's two paths, vectors alone and vectors with the token vectors of
+the same forward, must batch, lock and cache alike, which is easiest to keep true side by side in one class.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ log = logging.getLogger(__name__)
 
 
 ProgressCallback = Callable[[int, int], None]  # (texts done, texts total)
+TokenReducer = Callable[[np.ndarray], np.ndarray]  # one text's float32 token vectors -> what the caller keeps
 QUERY_CACHE_SIZE = 256  # single texts (queries) whose vectors are kept: agents repeat queries across tools
 BATCH_TOKENS = 4096  # padded word pieces per batch: short sentences go in big batches, long windows in small ones
 
@@ -40,6 +44,35 @@ class Embedder(Protocol):
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         """Character spans that cover `text`, each fitting the model's window."""
         ...
+
+
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that also hands out the model's output token vectors, from the forward that embeds the text."""
+
+    def embed_tokens(
+        self, texts: Sequence[str], reduce: TokenReducer, progress: ProgressCallback | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(the vectors `embed` gives, `reduce` of each text's inner token vectors), one forward per batch."""
+        ...
+
+    def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(the vector `embed([text])[0]` gives, the text's inner token vectors, float32), from one forward."""
+        ...
+
+
+def gives_tokens(embedder: object) -> bool:
+    return callable(getattr(embedder, "embed_tokens", None)) and callable(getattr(embedder, "query_tokens", None))
+
+
+def inner_tokens(tokens: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
+    """Each row's token vectors without padding and without its first and last token (BERT's [CLS] and [SEP]),
+    which every text has and which say little about where its words are. A text of no inner token keeps its
+    first one, so every text has at least one vector."""
+    out = []
+    for row, row_mask in zip(tokens, mask):
+        n = int(row_mask.sum())
+        out.append(row[1 : n - 1] if n > 2 else row[:1])
+    return out
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
@@ -184,6 +217,9 @@ class SentenceTransformerEmbedder:
         # lock. Forwards run outside it, in parallel: torch modules in inference mode are safe to share.
         self._lock = threading.Lock()
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        # Queries embedded with their token vectors (for a store that holds token vectors): kept apart from the
+        # plain cache, so a query costs one forward either way.
+        self._query_tokens: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     def _forward(self, texts: list[str]) -> np.ndarray:
         """One batch through the model; cheaper per call than sentence-transformers' `encode`, which matters for
@@ -195,6 +231,64 @@ class SentenceTransformerEmbedder:
         with torch.inference_mode(), torch.autocast(self._device_type, half, enabled=self.precision != "fp32"):
             vectors = self._encoder.pooled(features)
         return normalise(vectors.float().cpu().numpy())
+
+    def _forward_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """`_forward`, and from the same forward each text's inner token vectors (float32)."""
+        torch = self._torch
+        with self._lock:
+            features = self._encoder.features(texts)
+        half = torch.float16 if self.precision == "fp16" else torch.bfloat16
+        with torch.inference_mode(), torch.autocast(self._device_type, half, enabled=self.precision != "fp32"):
+            vectors, tokens, mask = self._encoder.pooled_and_tokens(features)
+        return normalise(vectors.float().cpu().numpy()), inner_tokens(tokens.float().cpu().numpy(), mask.cpu().numpy())
+
+    def embed_tokens(
+        self, texts: Sequence[str], reduce: TokenReducer, progress: ProgressCallback | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Like `embed` (batches planned the same way), with each text's token vectors passed through `reduce`
+        in the batch's worker, so the full-width token states of a whole run are never held at once."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32), []
+        distinct = list(dict.fromkeys(texts))  # as in `embed`: a repeated text (broad overlaps) runs once
+        with self._lock:
+            lengths = self._encoder.token_lengths(distinct)
+        batches = plan_batches(lengths, self.batch_size, self.batch_tokens)
+        vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
+        tokens: list[np.ndarray] = [np.zeros(0)] * len(distinct)
+
+        def run(rows: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
+            batch_vectors, batch_tokens = self._forward_tokens([distinct[i] for i in rows])
+            return batch_vectors, [reduce(t) for t in batch_tokens]
+
+        done = 0
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
+            for rows, (batch_vectors, batch_tokens) in zip(batches, pool.map(run, batches)):
+                vectors[rows] = batch_vectors
+                for row, kept in zip(rows, batch_tokens):
+                    tokens[row] = kept
+                done += len(rows)
+                if progress is not None:
+                    progress(done, len(distinct))
+        row_of = {text: row for row, text in enumerate(distinct)}
+        rows = [row_of[text] for text in texts]
+        return vectors[rows], [tokens[row] for row in rows]
+
+    def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            remembered = self._query_tokens.get(text)
+            if remembered is not None:
+                self._query_tokens.move_to_end(text)
+                return remembered
+        vectors, tokens = self._forward_tokens([text])
+        vector, states = vectors[0], tokens[0]
+        vector.setflags(write=False)
+        states.setflags(write=False)
+        with self._lock:
+            remembered = self._query_tokens.setdefault(text, (vector, states))
+            while len(self._query_tokens) > QUERY_CACHE_SIZE:
+                self._query_tokens.popitem(last=False)
+        return remembered
 
     def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
         texts = list(texts)

@@ -31,6 +31,11 @@ class Encoder(Protocol):
         """One (not yet normalised) vector per text, as a torch tensor; run under torch.inference_mode."""
         ...
 
+    def pooled_and_tokens(self, features: Any) -> tuple[Any, Any, Any]:
+        """From the same forward as `pooled`: (pooled vectors, the model's output token vectors, the attention
+        mask), as torch tensors; run under torch.inference_mode."""
+        ...
+
     def set_precision(self, precision: str) -> None:
         """Prepare the weights for "fp32", "bf16" or "fp16" matrix products (`pooled` then runs under autocast)."""
         ...
@@ -138,6 +143,10 @@ class MeanPoolingEncoder(_HuggingFaceTokens):
     def pooled(self, features: Any) -> Any:
         return mean_pool(self.module(**features).last_hidden_state, features["attention_mask"])
 
+    def pooled_and_tokens(self, features: Any) -> tuple[Any, Any, Any]:
+        tokens = self.module(**features).last_hidden_state
+        return mean_pool(tokens, features["attention_mask"]), tokens, features["attention_mask"]
+
 
 class SentenceTransformersEncoder(_HuggingFaceTokens):
     """Any model sentence-transformers can load (from a local path or the local Hugging Face cache)."""
@@ -161,6 +170,10 @@ class SentenceTransformersEncoder(_HuggingFaceTokens):
 
     def pooled(self, features: Any) -> Any:
         return self.module(features)["sentence_embedding"]
+
+    def pooled_and_tokens(self, features: Any) -> tuple[Any, Any, Any]:
+        out = self.module(features)
+        return out["sentence_embedding"], out["token_embeddings"], out["attention_mask"]
 
 
 def load_encoder(location: str, device: str = "cpu") -> Encoder:

@@ -20,7 +20,9 @@ from granrag_mcp.evaluation.qa import Question
 from granrag_mcp.retrieval.candidate_ranker import (
     ALL_FEATURES,
     INSIDE_FEATURES,
+    KNOWN_FEATURES,
     RANKED_HEAD,
+    TOKEN_FEATURES,
     CandidateRanker,
     LinearModel,
     hrr_table,
@@ -36,7 +38,7 @@ REGULARISATION = 1.0  # scikit-learn's C; the features are standardised first
 class Dataset:
     """One row per HRR candidate of every question (features only for the first RANKED_HEAD of each)."""
 
-    features: np.ndarray  # rows x ALL_FEATURES, NaN beyond the head
+    features: np.ndarray  # rows x KNOWN_FEATURES, NaN beyond the head (and for MaxSim, in a store without tokens)
     question: np.ndarray  # question number of each row
     position: np.ndarray  # the row's place in HRR's order
     mid_hit: np.ndarray  # the candidate holds the answer
@@ -50,23 +52,46 @@ class Dataset:
     @classmethod
     def load(cls, path: Path) -> Dataset:
         with np.load(path, allow_pickle=False) as data:
-            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+            loaded = cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        missing = len(KNOWN_FEATURES) - loaded.features.shape[1]  # a file collected before the MaxSim features
+        if missing > 0:
+            loaded.features = np.hstack([loaded.features, np.full((len(loaded.features), missing), np.nan)])
+        return loaded
+
+    @property
+    def has_tokens(self) -> bool:
+        """Whether the MaxSim features were collected (the store held token vectors)."""
+        at = KNOWN_FEATURES.index(TOKEN_FEATURES[0])
+        if self.features.shape[1] <= at:
+            return False
+        column = self.features[self.position < RANKED_HEAD, at]
+        return bool(len(column)) and not np.isnan(column).any()
+
+    def feature_sets(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The features of the `hrr` and `chunks` models fitted on this data: with MaxSim where collected."""
+        extra = TOKEN_FEATURES if self.has_tokens else ()
+        return ALL_FEATURES + extra, INSIDE_FEATURES + extra
 
 
 def collect(
     view: Any, questions: Sequence[Question], vectors: np.ndarray, progress: Callable[[int, int], None] | None = None
 ) -> Dataset:
-    """Features and labels of HRR's candidates for every question (the view's own ranker is not applied)."""
+    """Features and labels of HRR's candidates for every question (the view's own ranker is not applied); the
+    MaxSim features where the store holds token vectors."""
+    tokens = view.snapshot.token_vectors is not None
+    if tokens and callable(getattr(view.embedder, "embed_tokens", None)):
+        # The questions' token vectors in batches, as their vectors were (one forward each, not one per question).
+        view.embedder.embed_tokens([q.question.strip() for q in questions], lambda states: states)
     rows: list[np.ndarray] = []
     question, position, mid_hit, parent, broad_hit = [], [], [], [], []
     parents_known: dict[int, Any] = {}
     for number, (q, vector) in enumerate(zip(questions, vectors)):
         _, candidates = hrr_candidates(view, q.question, ranked=False)
         head = candidates[:RANKED_HEAD]
-        table = hrr_table(view, q.question, vector, head) if head else {}
-        block = np.full((len(candidates), len(ALL_FEATURES)), np.nan)
-        for j, name in enumerate(ALL_FEATURES):
-            if head:
+        table = hrr_table(view, q.question, vector, head, tokens=tokens) if head else {}
+        block = np.full((len(candidates), len(KNOWN_FEATURES)), np.nan)
+        for j, name in enumerate(KNOWN_FEATURES):
+            if name in table:
                 block[: len(head), j] = table[name]
         rows.append(block)
         wanted = [h.chunk.parent_id for h in candidates if h.chunk.parent_id not in parents_known]
@@ -81,7 +106,7 @@ def collect(
             broad_hit.append(p is not None and contains((p.doc_id, p.start, p.end), q.doc_id, q.answer_start))
         if progress is not None:
             progress(number + 1, len(questions))
-    width = len(ALL_FEATURES)
+    width = len(KNOWN_FEATURES)
     return Dataset(
         np.vstack(rows) if rows else np.zeros((0, width)),
         np.array(question, np.int32),
@@ -97,7 +122,7 @@ def fit_model(data: Dataset, rows: np.ndarray, features: Sequence[str], c: float
     """A logistic regression of `mid_hit` on the standardised features of the head rows `rows` select."""
     from sklearn.linear_model import LogisticRegression
 
-    columns = [ALL_FEATURES.index(f) for f in features]
+    columns = [KNOWN_FEATURES.index(f) for f in features]
     keep = rows & (data.position < RANKED_HEAD)
     x, y = data.features[keep][:, columns], data.mid_hit[keep]
     mean, scale = x.mean(axis=0), x.std(axis=0)
@@ -108,7 +133,7 @@ def fit_model(data: Dataset, rows: np.ndarray, features: Sequence[str], c: float
     return LinearModel(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
 
 
-def ranks(data: Dataset, questions: np.ndarray, model: LinearModel | None) -> tuple[list[int | None], list[int | None]]:
+def ranks(data: Dataset, questions: np.ndarray, model: Any) -> tuple[list[int | None], list[int | None]]:
     """(mid ranks, broad ranks) of the first hit for each question in `questions`, the head ordered by `model`
     (None: HRR's own order)."""
     mid_ranks: list[int | None] = []
@@ -120,7 +145,7 @@ def ranks(data: Dataset, questions: np.ndarray, model: LinearModel | None) -> tu
         head = min(RANKED_HEAD, end - begin)
         if model is not None and head:
             block = data.features[begin : begin + head]
-            scores = model.score({name: block[:, ALL_FEATURES.index(name)] for name in model.features})
+            scores = model.score({name: block[:, KNOWN_FEATURES.index(name)] for name in model.features})
             order = order_by(scores) + order[head:]
         hits = data.mid_hit[begin:end][order]
         mid_ranks.append(int(np.argmax(hits)) + 1 if hits.any() else None)
@@ -148,9 +173,12 @@ def cross_validate(
     seeds: Sequence[int] = SEEDS,
     others: Mapping[str, LinearModel] | None = None,
     c: float = REGULARISATION,
+    fit: Callable[[Dataset, np.ndarray, Sequence[str]], Any] | None = None,
 ) -> dict[str, Any]:
     """Two-fold cross-validation across documents, per seed: HRR's order, the model fitted on the other half,
-    and each model of `others` (fixed, not refitted) on the same questions. Figures averaged over the seeds."""
+    and each model of `others` (fixed, not refitted) on the same questions. Figures averaged over the seeds.
+    `fit(data, training rows, features)` fits another kind of model (anything with `features` and `score`);
+    by default the logistic regression."""
     documents = sorted(set(data.groups.tolist()))
     if len(documents) < 2:
         raise ValueError("cross-validation across documents needs questions about at least two documents")
@@ -163,7 +191,8 @@ def cross_validate(
         for half in halves:
             test_questions = every[np.isin(data.groups, list(half))]
             train_rows = ~np.isin(data.question, test_questions)
-            models: dict[str, LinearModel | None] = {"HRR": None, "fitted": fit_model(data, train_rows, features, c)}
+            fitted = fit(data, train_rows, features) if fit is not None else fit_model(data, train_rows, features, c)
+            models: dict[str, Any] = {"HRR": None, "fitted": fitted}
             models.update(others or {})
             for name, model in models.items():
                 mid, broad = ranks(data, test_questions, model)
@@ -181,15 +210,17 @@ def cross_validate(
 def fit_ranker(
     data: Dataset, name: str, fitted_on: str, c: float = REGULARISATION, baseline: CandidateRanker | None = None
 ) -> CandidateRanker:
-    """Both models fitted on every question, with their cross-validated figures (and the baseline's, if given)."""
+    """Both models fitted on every question, with their cross-validated figures (and the baseline's, if given).
+    Where the data has the MaxSim features (a store with token vectors), the models use them."""
     every = np.ones(len(data.question), dtype=bool)
+    hrr_features, chunk_features = data.feature_sets()
     others = {"baseline": baseline.hrr} if baseline is not None else None
-    hrr_cv = cross_validate(data, ALL_FEATURES, others=others, c=c)
-    chunks_cv = cross_validate(data, INSIDE_FEATURES, others={"baseline": baseline.chunks} if baseline else None, c=c)
+    hrr_cv = cross_validate(data, hrr_features, others=others, c=c)
+    chunks_cv = cross_validate(data, chunk_features, others={"baseline": baseline.chunks} if baseline else None, c=c)
     return CandidateRanker(
         name,
-        fit_model(data, every, ALL_FEATURES, c),
-        fit_model(data, every, INSIDE_FEATURES, c),
+        fit_model(data, every, hrr_features, c),
+        fit_model(data, every, chunk_features, c),
         fitted_on,
         {"hrr": hrr_cv, "chunks": chunks_cv},
     )
@@ -227,11 +258,13 @@ def run_fit(
     from granrag_mcp.retrieval.ranker_choice import write_store_ranker
 
     data = collect(view, questions, vectors, progress)
-    shipped = shipped_ranker()
-    ranker = fit_ranker(data, f"linear-fitted-{len(questions)}q", source, baseline=shipped)
+    shipped = shipped_ranker(tokens=data.has_tokens)  # the one the server would use on this store
+    kind = "linear-maxsim" if data.has_tokens else "linear"
+    ranker = fit_ranker(data, f"{kind}-fitted-{len(questions)}q", source, baseline=shipped)
     figures = ranker.cross_validation["hrr"]
     report = [
-        f"candidate ranker, 2-fold cross-validation across {figures['documents']} documents, seeds "
+        f"candidate ranker{' with MaxSim (the store holds token vectors)' if data.has_tokens else ''}, 2-fold "
+        f"cross-validation across {figures['documents']} documents, seeds "
         f"{figures['seeds']} ({figures['questions']} questions):",
         format_comparison(figures),
     ]

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
+from granrag_mcp.embedding.embedder import Embedder, ProgressCallback, TokenReducer
 from granrag_mcp.evaluation.metrics import Span
 from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.rerankers import EmbeddingReranker, Reranker
@@ -75,6 +75,7 @@ class CachedEmbedder:
         self.max_tokens = inner.max_tokens
         self._vectors: dict[str, np.ndarray] = {}
         self._windows: dict[tuple[str, int | None], list[tuple[int, int]]] = {}
+        self._tokens: dict[str, np.ndarray] = {}
         self.model_texts = 0  # texts actually embedded by the model
 
     def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
@@ -90,6 +91,26 @@ class CachedEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._vectors[t] for t in texts])
+
+    def embed_tokens(
+        self, texts: Sequence[str], reduce: TokenReducer, progress: ProgressCallback | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The inner embedder's, with each text's vector remembered (and its token vectors too, when `reduce`
+        keeps them whole: then `query_tokens` of those texts needs no model run)."""
+        texts = list(texts)
+        vectors, tokens = self.inner.embed_tokens(texts, reduce, progress=progress)  # type: ignore[attr-defined]
+        self.model_texts += len(texts)
+        for text, vector, kept in zip(texts, vectors, tokens):
+            self._vectors[text] = vector
+            if kept.ndim == 2 and kept.shape[1] == self.dimension and kept.dtype == np.float32:
+                self._tokens[text] = kept
+        return vectors, tokens
+
+    def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        if text not in self._tokens:
+            self._vectors[text], self._tokens[text] = self.inner.query_tokens(text)  # type: ignore[attr-defined]
+            self.model_texts += 1
+        return self._vectors[text], self._tokens[text]
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         key = (text, max_tokens)

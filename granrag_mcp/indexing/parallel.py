@@ -97,12 +97,12 @@ def embed_documents(
             chunking,
             embedder,
         )
-        for (doc, p), (spans, sentence_vectors) in zip(planned, cuts, strict=True):
+        for (doc, p), (spans, sentence_vectors, _) in zip(planned, cuts, strict=True):
             doc.spans = p.spans = spans
             doc.sentence_vectors = sentence_vectors
             p.plan = None  # cut: the spans say it all, and the result travels back smaller
     chunks, _ = _assign_ids(docs, 0)  # ids local to this batch: only the rows' order matters here
-    vectors = _embed(docs, chunks, embedder, mode, Progress(enabled=False))
+    vectors, _ = _embed(docs, chunks, embedder, mode, Progress(enabled=False))
     done = {level: 0 for level in LEVELS}
     for doc, p in zip(docs, kept, strict=True):
         for level in LEVELS:

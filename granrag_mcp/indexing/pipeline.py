@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from granrag_mcp.embedding.embedder import Embedder
+from granrag_mcp.embedding.embedder import Embedder, gives_tokens
 from granrag_mcp.errors import (
     ExtractionError,
     InvalidInputError,
@@ -27,7 +27,7 @@ from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
 from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
-from granrag_mcp.indexing.semantic_chunking import semantic_documents
+from granrag_mcp.indexing.semantic_chunking import semantic_documents_with_tokens
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
@@ -44,6 +44,7 @@ from granrag_mcp.store.store import (
     lexical_file,
     vector_file,
 )
+from granrag_mcp.store.token_vectors import TokenVectors, projection_for, quantise
 from granrag_mcp.store.vector_index import VectorIndex
 from granrag_mcp.store.writer import StoreWriter
 from granrag_mcp.tokens import Tokenizer
@@ -78,6 +79,7 @@ class _NewDocument:
     spans: list[ChunkSpan]
     n_tokens: int
     sentence_vectors: np.ndarray | None = None  # the semantic chunker's, kept as the narrow level's vectors
+    sentence_tokens: list[np.ndarray] | None = None  # with token vectors: the semantic chunker's, int8
 
 
 class _Stopwatch:
@@ -108,7 +110,10 @@ def index_paths(
     rebuild: bool = False,
     progress: Progress | None = None,
     parallel: ParallelStages | None = None,
+    token_vector_dims: int = 0,
 ) -> IndexSummary:
+    """Index `paths` into one new generation. `token_vector_dims`: store the sentences' token vectors reduced to
+    that many dimensions (0: only if the store has them already)."""
     progress = progress or Progress(enabled=False)
     summary = IndexSummary(store=Path(store_root))
     clock = _Stopwatch(summary)
@@ -143,6 +148,7 @@ def index_paths(
                 model_name=model_name,
                 prune=prune,
                 parallel=parallel,
+                token_vector_dims=token_vector_dims,
             )
         finally:
             if base is not None:
@@ -164,14 +170,23 @@ def _index_with_base(
     model_name: str,
     prune: bool,
     parallel: ParallelStages | None = None,
+    token_vector_dims: int = 0,
 ) -> IndexSummary:
+    # A store with token vectors keeps them: a run that does not ask for them still computes them for its documents.
+    token_dims = token_vector_dims or ((base.manifest.identity.token_vector_dims or 0) if base else 0)
     wanted = StoreIdentity(
         model=model_name,
         dimension=base.manifest.identity.dimension if base else 0,
         tokenizer=tokenizer.name,
         vector_mode=vector_mode,
         chunking=chunking,
+        token_vector_dims=token_dims,
     )
+    if token_dims and parallel is not None:
+        raise InvalidInputError(
+            "the Ray engine does not compute token vectors, and this store keeps them: use `--engine local`, or "
+            "rebuild without --token-vectors"
+        )
     if base is not None:
         check_identity(writer.root, base.manifest, wanted)  # before any work; the dimension is checked later
     known = base.catalog.content_hashes() if base else {}
@@ -242,22 +257,26 @@ def _index_with_base(
         return summary
 
     dimension = dimension_of(parallel_done)
+    projection: np.ndarray | None = None
     if new_docs and outcomes is None:
         embedder = embedder_factory()
         if embedder.dimension <= 0:
             raise InvalidInputError("the embedding model reports no dimension")
         dimension = embedder.dimension
+        if token_dims:
+            projection = token_projection(base, embedder, dimension, token_dims)
         if chunking.chunker == "semantic":
             with clock.stage("chunk"):  # embeds the sentences, which the finest level then keeps
-                semantic = semantic_documents(
+                semantic = semantic_documents_with_tokens(
                     [(d.source.doc_id, d.text) for d in new_docs],
                     tokenizer,
                     chunking,
                     embedder,
                     progress.callback("embedding sentences"),
+                    token_reduce=_reducer(projection),
                 )
-            for doc, (spans, sentence_vectors) in zip(new_docs, semantic):
-                doc.spans, doc.sentence_vectors = spans, sentence_vectors
+            for doc, (spans, sentence_vectors, sentence_tokens) in zip(new_docs, semantic):
+                doc.spans, doc.sentence_vectors, doc.sentence_tokens = spans, sentence_vectors, sentence_tokens
     identity = wanted.model_copy(update={"dimension": dimension}) if new_docs else wanted
     if base is not None:
         check_identity(writer.root, base.manifest, identity)
@@ -268,18 +287,28 @@ def _index_with_base(
     next_id = base.manifest.next_chunk_id if base else first_free_id
     chunks, next_id = _assign_ids(new_docs, next_id)
     vectors = {}
+    token_rows: list[np.ndarray] | None = None
     if new_docs:
         with clock.stage("embed"):
             if outcomes is not None:  # embedded on the workers already
                 vectors = gather_vectors(parallel_done, dimension)
             else:
-                vectors = _embed(new_docs, chunks, embedder, vector_mode, progress)  # type: ignore[arg-type]
+                vectors, token_rows = _embed(
+                    new_docs,
+                    chunks,
+                    embedder,  # type: ignore[arg-type]
+                    vector_mode,
+                    progress,
+                    _reducer(projection),
+                )
 
     generation = max(base.generation if base else 0, last_generation) + 1
     with writer.committing(generation):
         folder = writer.new_folder(generation)
         with clock.stage("index"):
-            counts = write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
+            counts = write_generation(
+                folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress, token_rows, projection
+            )
         with clock.stage("graph"):
             names = _names_embedder(embedder, embedder_factory)  # a parallel run loaded no model here
             write_graph(folder, base, new_docs, names, identity.dimension, progress)
@@ -323,19 +352,47 @@ def _assign_ids(docs: list[_NewDocument], next_id: int) -> tuple[dict[Level, lis
     return out, next_id
 
 
+def token_projection(base: Snapshot | None, embedder: Embedder, dimension: int, dims: int) -> np.ndarray:
+    """The projection of the store's token vectors: the base generation's (fixed for the store's life), else a new
+    one; the embedder must give token vectors."""
+    if not gives_tokens(embedder):
+        raise InvalidInputError(
+            f"the embedder {embedder.name!r} gives no token vectors: index without --token-vectors (a store that "
+            "has them needs a rebuild without them)"
+        )
+    stored = base.token_vectors if base is not None else None
+    return np.asarray(stored.projection) if stored is not None else projection_for(dimension, dims, embedder.name)
+
+
+def _reducer(projection: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray] | None:
+    if projection is None:
+        return None
+    return lambda tokens: quantise(tokens, projection)
+
+
 def _embed(
     docs: list[_NewDocument],
     chunks: dict[Level, list[Chunk]],
     embedder: Embedder,
     mode: VectorMode,
     progress: Progress,
-) -> dict[Level, np.ndarray]:
+    token_reduce: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[dict[Level, np.ndarray], list[np.ndarray] | None]:
+    """The vectors of every level, and with `token_reduce` the sentences' reduced token vectors (from the same
+    forwards as their vectors), in the narrow chunks' order."""
     finest = chunks[FINEST]
     sizes = ", ".join(f"{len(chunks[level])} {level}" for level in LEVELS)
     progress.message(f"embedding {sizes} chunks from {len(docs)} documents (vector mode: {mode})")
+    tokens: list[np.ndarray] | None = None
     if docs and all(d.sentence_vectors is not None for d in docs):  # embedded already by the semantic chunker
         finest_vectors = np.concatenate([d.sentence_vectors for d in docs if d.sentence_vectors is not None]).astype(
             np.float32
+        )
+        if token_reduce is not None:
+            tokens = [t for d in docs for t in d.sentence_tokens or []]
+    elif token_reduce is not None:
+        finest_vectors, tokens = embedder.embed_tokens(  # type: ignore[attr-defined]
+            [c.text for c in finest], token_reduce, progress=progress.callback("embedding sentences")
         )
     else:
         finest_vectors = embedder.embed([c.text for c in finest], progress=progress.callback("embedding sentences"))
@@ -355,7 +412,7 @@ def _embed(
             progress=progress.callback(f"embedding {level} chunks"),
         )
         child = level
-    return vectors
+    return vectors, tokens
 
 
 def write_generation(
@@ -367,7 +424,11 @@ def write_generation(
     vectors: dict[Level, np.ndarray],
     dimension: int,
     progress: Progress,
+    token_rows: list[np.ndarray] | None = None,
+    projection: np.ndarray | None = None,
 ) -> dict[str, int]:
+    """Write the generation's catalog and indexes (and token vectors, where the base has them or `token_rows`,
+    int8 per narrow chunk of `chunks`, are given). Returns its counts."""
     replaced_docs = [d.source.doc_id for d in new_docs] + removed
     stale_ids = base.catalog.chunk_ids_of_documents(replaced_docs) if base else {level: [] for level in LEVELS}
     if base is not None:
@@ -394,6 +455,7 @@ def write_generation(
             level_chunks = catalog.chunks_of_level(level)
             lexical = LexicalIndex.build([c.id for c in level_chunks], [c.text for c in level_chunks])
             lexical.write(folder / lexical_file(level))
+        write_token_vectors(folder, base, stale_ids[FINEST], chunks[FINEST], token_rows, projection)
         counts: dict[str, int] = {level: catalog.level_counts().get(level, 0) for level in LEVELS}
         counts["documents"] = catalog.count_documents()
     finally:
@@ -414,6 +476,24 @@ def _names_embedder(
         return loaded[0].embed(names)
 
     return embed
+
+
+def write_token_vectors(
+    folder: Path,
+    base: Snapshot | None,
+    stale: Sequence[int],
+    sentences: list[Chunk],
+    rows: list[np.ndarray] | None,
+    projection: np.ndarray | None,
+) -> None:
+    """The base's token vectors without the stale sentences, with the new ones; nothing for a store without."""
+    stored = base.token_vectors if base is not None else None
+    if stored is None and rows is None:
+        return
+    if sentences and (rows is None or len(rows) != len(sentences)):
+        raise ValueError("token vectors are kept for this store, but the new sentences came without them")
+    current = stored if stored is not None else TokenVectors.empty(projection)  # type: ignore[arg-type]
+    current.updated(stale, [c.id for c in sentences], rows or []).write(folder)
 
 
 def write_graph(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
+from granrag_mcp.embedding.embedder import Embedder, ProgressCallback, TokenReducer
 from granrag_mcp.indexing.chunking import sentence_spans, token_windows
 from granrag_mcp.records import ChunkSpan
 from granrag_mcp.settings import ChunkSettings, parse_override
@@ -171,8 +171,24 @@ def semantic_documents(
     progress: ProgressCallback | None = None,
 ) -> list[tuple[list[ChunkSpan], np.ndarray]]:
     """(spans, sentence vectors in narrow order) per (doc_id, text); all sentences embedded in one run."""
+    return [
+        (spans, vectors)
+        for spans, vectors, _ in semantic_documents_with_tokens(documents, tokenizer, settings, embedder, progress)
+    ]
+
+
+def semantic_documents_with_tokens(
+    documents: Sequence[tuple[str, str]],
+    tokenizer: Tokenizer,
+    settings: ChunkSettings,
+    embedder: Embedder,
+    progress: ProgressCallback | None = None,
+    token_reduce: TokenReducer | None = None,
+) -> list[tuple[list[ChunkSpan], np.ndarray, list[np.ndarray] | None]]:
+    """`semantic_documents`, and with `token_reduce` each document's sentences' reduced token vectors, from the
+    forwards that embedded the sentences (the embedder must give token vectors)."""
     plans = [plan_document(text, tokenizer, settings) for _, text in documents]
-    return cut_planned(documents, plans, settings, embedder, progress)
+    return cut_planned(documents, plans, settings, embedder, progress, token_reduce)
 
 
 def cut_planned(
@@ -181,16 +197,23 @@ def cut_planned(
     settings: ChunkSettings,
     embedder: Embedder,
     progress: ProgressCallback | None = None,
-) -> list[tuple[list[ChunkSpan], np.ndarray]]:
-    """`semantic_documents` after planning: a parallel engine plans on its CPU tasks and cuts where the model is.
+    token_reduce: TokenReducer | None = None,
+) -> list[tuple[list[ChunkSpan], np.ndarray, list[np.ndarray] | None]]:
+    """`semantic_documents_with_tokens` after planning: a parallel engine plans on its CPU tasks and cuts where the
+    model is.
 
     A document's cut depends on its own sentence vectors alone, so any grouping of documents cuts the same.
     """
     texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
-    vectors = embedder.embed(texts, progress=progress)
+    tokens: list[np.ndarray] | None = None
+    if token_reduce is not None:
+        vectors, tokens = embedder.embed_tokens(texts, token_reduce, progress=progress)  # type: ignore[attr-defined]
+    else:
+        vectors = embedder.embed(texts, progress=progress)
     out, offset = [], 0
     for (doc_id, text), plan in zip(documents, plans):
         mine = vectors[offset : offset + plan.texts_count]
+        my_tokens = tokens[offset : offset + plan.texts_count] if tokens is not None else None
         offset += plan.texts_count
-        out.append((semantic_spans(text, plan, mine, settings, percentile_for(doc_id, settings)), mine))
+        out.append((semantic_spans(text, plan, mine, settings, percentile_for(doc_id, settings)), mine, my_tokens))
     return out

@@ -4,7 +4,8 @@ A bi-encoder scores a chunk by one pooled vector, and HRR's fusion only re-weigh
 such scores; neither looks at where in a chunk the question's words and meaning land. This stage does: for every
 candidate it reads the candidate's sentences and measures how much of the question (stemmed, IDF-weighted) one,
 two or three consecutive sentences cover, the best sentence's BM25, how many of the question's word pairs occur,
-and the cosine of the best sentences' stored vectors, next to what HRR's lists said of the candidate. A logistic
+and the cosine of the best sentences' stored vectors, next to what HRR's lists said of the candidate. Where the
+store holds token vectors, it adds late interaction: each sentence's MaxSim against the question's tokens. A logistic
 regression over these features orders the candidates; equal scores keep HRR's order.
 
 Two models live in one ranker file: `hrr` (inside features plus HRR's list ranks and scores, for `hrr_search`)
@@ -40,6 +41,8 @@ RANKER_FORMAT = "granrag-candidate-ranker"
 RANKER_FORMAT_VERSION = 1
 SHIPPED_RANKER = "candidate_ranker.json"
 """The ranker shipped in this package, beside this module."""
+SHIPPED_TOKEN_RANKER = "candidate_ranker_tokens.json"
+"""The shipped ranker for stores with token vectors: the same features plus MaxSim."""
 
 RANKED_HEAD = 20
 """How many of HRR's candidates the ranker reorders (HRR reranks this many); the rest keep their places."""
@@ -68,6 +71,10 @@ INSIDE_FEATURES = (
 """What a candidate holds: the reranker's score, its sentences' cosines, coverage, BM25 and word pairs. A `_gap`
 feature is the candidate's value minus the best value among the candidates of the same query."""
 ALL_FEATURES = LIST_FEATURES + INSIDE_FEATURES
+TOKEN_FEATURES = ("maxsim_best", "maxsim_top3", "maxsim_gap")
+"""Late interaction, where the store holds token vectors: each sentence's MaxSim (the mean over the question's
+tokens of the best cosine against the sentence's tokens), of the best sentence and the mean of the best three."""
+KNOWN_FEATURES = ALL_FEATURES + TOKEN_FEATURES
 
 _local = threading.local()  # one stemmer per thread: a PyStemmer object must not be shared between threads
 
@@ -132,10 +139,14 @@ class LinearModel:
             "intercept": float(self.intercept),
         }
 
+    @property
+    def needs_tokens(self) -> bool:
+        return any(f in TOKEN_FEATURES for f in self.features)
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LinearModel:
         features = tuple(data["features"])
-        unknown = [f for f in features if f not in ALL_FEATURES]
+        unknown = [f for f in features if f not in KNOWN_FEATURES]
         arrays = [np.asarray(data[key], dtype=np.float64) for key in ("mean", "scale", "coef")]
         if unknown or any(a.shape != (len(features),) for a in arrays) or np.any(arrays[1] <= 0):
             raise ValueError(
@@ -191,10 +202,15 @@ def read_ranker(path: Path) -> CandidateRanker:
         ) from None
 
 
-@lru_cache(maxsize=1)
-def shipped_ranker() -> CandidateRanker:
-    """The ranker fitted on SQuAD-A and shipped in the package."""
-    data = resources.files("granrag_mcp.retrieval").joinpath(SHIPPED_RANKER).read_text(encoding="utf-8")
+def shipped_ranker(tokens: bool = False) -> CandidateRanker:
+    """The ranker fitted on SQuAD-A and shipped in the package; with `tokens`, the one that adds MaxSim features
+    (for stores with token vectors). The same object on every call."""
+    return _read_shipped(SHIPPED_TOKEN_RANKER if tokens else SHIPPED_RANKER)
+
+
+@lru_cache(maxsize=2)
+def _read_shipped(name: str) -> CandidateRanker:
+    data = resources.files("granrag_mcp.retrieval").joinpath(name).read_text(encoding="utf-8")
     return CandidateRanker.from_json(json.loads(data))
 
 
@@ -332,6 +348,31 @@ def inside_features(
     return out
 
 
+def token_features(view: Any, query: str, sentences: Sentences) -> dict[str, np.ndarray]:
+    """The MaxSim features of each candidate (see TOKEN_FEATURES), from the store's token vectors and the query's
+    token vectors (from the forward that embedded the query)."""
+    from granrag_mcp.store.token_vectors import maxsim
+
+    stored = view.snapshot.token_vectors
+    query_rows = view.query_tokens(query)
+    if stored is None or query_rows is None or sentences.ids is None:
+        raise InvalidInputError(
+            "this candidate ranker uses token vectors, which the store does not hold: index with --token-vectors, "
+            "or set GRANRAG_CANDIDATE_RANKER to auto or shipped"
+        )
+    rows, counts = stored.rows(sentences.ids)
+    scores = maxsim(stored.project_query(query_rows), rows, counts)
+    n = len(sentences.bounds)
+    out = {name: np.full(n, -1.0) for name in TOKEN_FEATURES}
+    for c, (begin, end) in enumerate(sentences.bounds):
+        if end > begin:
+            ordered = np.sort(scores[begin:end])[::-1]
+            out["maxsim_best"][c] = float(ordered[0])
+            out["maxsim_top3"][c] = float(ordered[:3].mean())
+    out["maxsim_gap"] = out["maxsim_best"] - (out["maxsim_best"].max() if n else 0.0)
+    return out
+
+
 def list_features(candidates: Sequence[Any]) -> dict[str, np.ndarray]:
     """What HRR's fusion said of each candidate (ScoredChunks in HRR's order, with their contributions)."""
     n = len(candidates)
@@ -379,13 +420,18 @@ def reranker_scores(
     return [known[c.id] if c.id in known else computed.get(n, floor) for n, c in enumerate(chunks)]
 
 
-def hrr_table(view: Any, query: str, vector: np.ndarray, candidates: Sequence[Any]) -> dict[str, np.ndarray]:
-    """Every feature of HRR's candidates (ScoredChunks in HRR's order)."""
+def hrr_table(
+    view: Any, query: str, vector: np.ndarray, candidates: Sequence[Any], tokens: bool = False
+) -> dict[str, np.ndarray]:
+    """Every feature of HRR's candidates (ScoredChunks in HRR's order); with `tokens`, the MaxSim ones too."""
     chunks = [hit.chunk for hit in candidates]
     sentences = candidate_sentences(view, chunks)
     known = {hit.chunk.id: hit.sources["rerank"].score for hit in candidates if "rerank" in hit.sources}
     scores = reranker_scores(view, query, vector, chunks, sentences, known)
-    return {**list_features(candidates), **inside_features(query_terms(view, query), vector, sentences, scores)}
+    table = {**list_features(candidates), **inside_features(query_terms(view, query), vector, sentences, scores)}
+    if tokens:
+        table.update(token_features(view, query, sentences))
+    return table
 
 
 def rank_hrr_candidates(
@@ -403,7 +449,7 @@ def rank_hrr_candidates(
     ranked = list(candidates[:head])
     if not ranked:
         return list(candidates)
-    scores = ranker.hrr.score(hrr_table(view, query, vector, ranked))
+    scores = ranker.hrr.score(hrr_table(view, query, vector, ranked, tokens=ranker.hrr.needs_tokens))
     probabilities = 1.0 / (1.0 + np.exp(-scores))
     out = [
         ScoredChunk(ranked[i].chunk, float(probabilities[i]), ranked[i].sources, ranked[i].evidence)
@@ -427,6 +473,8 @@ def rank_chunks(view: Any, query: str, chunks: Sequence[Chunk], ranker: Candidat
     table = inside_features(
         query_terms(view, query), vector, sentences, reranker_scores(view, query, vector, chunks, sentences)
     )
+    if ranker.chunks.needs_tokens:
+        table.update(token_features(view, query, sentences))
     scores = ranker.chunks.score(table)
     probabilities = 1.0 / (1.0 + np.exp(-scores))
     return [ScoredChunk(chunks[i], float(probabilities[i])) for i in order_by(scores)]

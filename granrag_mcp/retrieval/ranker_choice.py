@@ -3,7 +3,8 @@
 A ranker fitted with `granrag-mcp eval --fit-ranker` is written into a new generation of the store (listed and
 checksummed in its manifest like every index file), so it travels with the index it was fitted on and a reader
 never sees a half-written one. The setting `candidate_ranker` picks: `auto` (the store's ranker where its current
-generation carries one, else the shipped one), `shipped`, `off`, or the path of a ranker file.
+generation carries one, else the shipped one), `shipped`, `off`, or the path of a ranker file. The shipped ranker
+is the MaxSim variant for a store with token vectors.
 """
 
 from __future__ import annotations
@@ -32,9 +33,7 @@ class RankerChoice:
         self.spec = spec
         self._fixed: CandidateRanker | None = None
         self._by_folder: dict[Path, CandidateRanker] = {}
-        if spec == "shipped":
-            self._fixed = shipped_ranker()
-        elif spec not in ("auto", "off"):
+        if spec not in ("auto", "off", "shipped"):
             self._fixed = read_ranker(Path(spec).expanduser())
 
     def for_snapshot(self, snapshot: Snapshot) -> CandidateRanker | None:
@@ -42,8 +41,10 @@ class RankerChoice:
             return None
         if self._fixed is not None:
             return self._fixed
-        if STORE_RANKER_FILE not in snapshot.manifest.files:
-            return shipped_ranker()
+        # The shipped ranker with MaxSim features where the store holds token vectors.
+        tokens = bool(snapshot.manifest.identity.token_vector_dims)
+        if self.spec == "shipped" or STORE_RANKER_FILE not in snapshot.manifest.files:
+            return shipped_ranker(tokens)
         ranker = self._by_folder.get(snapshot.folder)
         if ranker is None:  # the file was checksummed when the snapshot opened
             ranker = self._by_folder[snapshot.folder] = read_ranker(snapshot.folder / STORE_RANKER_FILE)

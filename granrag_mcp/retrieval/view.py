@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from granrag_mcp.embedding.embedder import Embedder
+from granrag_mcp.embedding.embedder import Embedder, gives_tokens
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above
 from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
@@ -70,6 +70,7 @@ class View:
         self.doc_filter = doc_filter
         self._allowed: dict[Level, np.ndarray] = {}
         self._query_vectors: dict[str, np.ndarray] = {}
+        self._query_tokens: dict[str, np.ndarray] = {}
 
     def filtered(self, doc_filter: DocFilter | None) -> View:
         """This view with its searches restricted to some documents (unknown doc ids are an error)."""
@@ -129,8 +130,23 @@ class View:
         query = check_query(query)
         vector = self._query_vectors.get(query)
         if vector is None:
-            vector = self._query_vectors[query] = self.embedder.embed([query])[0]
+            if self.snapshot.token_vectors is not None and gives_tokens(self.embedder):
+                # The candidate ranker will want the query's token vectors: they come from this same forward.
+                vector, self._query_tokens[query] = self.embedder.query_tokens(query)  # type: ignore[attr-defined]
+            else:
+                vector = self.embedder.embed([query])[0]
+            self._query_vectors[query] = vector
         return vector
+
+    def query_tokens(self, query: str) -> np.ndarray | None:
+        """The query's token vectors (float32, the model's width), from the forward that gave its vector; None
+        when the store holds no token vectors (then no forward computes them)."""
+        query = check_query(query)
+        if self.snapshot.token_vectors is None or not gives_tokens(self.embedder):
+            return None
+        if query not in self._query_tokens:
+            self._query_vectors[query], self._query_tokens[query] = self.embedder.query_tokens(query)  # type: ignore[attr-defined]
+        return self._query_tokens[query]
 
     def dense(self, level: Level, vector: np.ndarray, k: int) -> Scored:
         return self.snapshot.vectors[level].search(vector, k, self.allowed(level))

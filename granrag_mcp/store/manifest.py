@@ -25,6 +25,8 @@ class StoreIdentity(BaseModel):
     tokenizer: str
     vector_mode: VectorMode
     chunking: ChunkSettings
+    token_vector_dims: int | None = 0
+    """Dimensions of the stored token vectors (0: none). In an identity a process asks for, None accepts any."""
 
     def differences(self, wanted: StoreIdentity) -> list[str]:
         """Human-readable 'name: store=X, requested=Y' lines for every setting that differs."""
@@ -33,6 +35,9 @@ class StoreIdentity(BaseModel):
             have, want = getattr(self, field), getattr(wanted, field)
             if have != want:
                 out.append(f"{field}: store={have!r}, requested={want!r}")
+        want_tokens = wanted.token_vector_dims
+        if want_tokens is not None and (self.token_vector_dims or 0) != want_tokens:
+            out.append(f"token_vector_dims: store={self.token_vector_dims or 0}, requested={want_tokens}")
         for field, have in self.chunking.model_dump().items():
             want = getattr(wanted.chunking, field)
             if have != want:
@@ -64,4 +69,5 @@ def identity_for(settings: Settings, dimension: int) -> StoreIdentity:
         tokenizer=settings.tokenizer,
         vector_mode=settings.vector_mode,
         chunking=settings.chunking,
+        token_vector_dims=None,  # a reader uses the token vectors a store has, if any
     )

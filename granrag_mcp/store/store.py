@@ -40,6 +40,7 @@ from granrag_mcp.store.manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST_FIL
 
 if TYPE_CHECKING:
     from granrag_mcp.store.graph import ConceptGraph
+    from granrag_mcp.store.token_vectors import TokenVectors
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +178,13 @@ class Snapshot:
     @property
     def generation(self) -> int:
         return self.manifest.generation
+
+    @functools.cached_property
+    def token_vectors(self) -> TokenVectors | None:
+        """The sentences' token vectors, memory-mapped on first use (None in a store built without them)."""
+        from granrag_mcp.store.token_vectors import TokenVectors
+
+        return TokenVectors.read(self.folder) if self.manifest.identity.token_vector_dims else None
 
     @functools.cached_property
     def graph(self) -> ConceptGraph | None:

@@ -216,3 +216,25 @@ def test_calls_from_several_threads_at_once_get_the_single_threaded_results(fp32
         sys.setswitchinterval(switch)
     assert len(cold_results) == 160 and all(cold_results)
     assert len(hot_results) > 12 and all(hot_results)
+
+
+def test_token_vectors_come_from_the_forward_that_embeds_the_text(fp32) -> None:
+    texts = ["The quasar emits radio waves.", "Knead the dough for ten minutes before it rises overnight."] * 2
+    from tokenizers import Tokenizer
+
+    from granrag_mcp.settings import DEFAULT_MODEL
+
+    word_pieces = Tokenizer.from_file(str(Path(embedding.resolve_model_location(DEFAULT_MODEL)) / "tokenizer.json"))
+    word_pieces.no_padding()
+    vectors, tokens = fp32.embed_tokens(texts, lambda states: states)
+    np.testing.assert_allclose(vectors, fp32.embed(texts), atol=1e-5)
+    for text, states in zip(texts, tokens):
+        # One row per word piece of the text: [CLS], [SEP] and padding dropped.
+        assert states.shape == (len(word_pieces.encode(text, add_special_tokens=False).ids), fp32.dimension)
+    vector, states = fp32.query_tokens(texts[1])
+    np.testing.assert_allclose(vector, vectors[1], atol=1e-5)
+    np.testing.assert_allclose(states, tokens[1], atol=1e-4)
+    assert fp32.query_tokens(texts[1])[1] is states  # remembered, not run again
+    # A text's mean token vector points where its sentence vector does (the model mean-pools the same states,
+    # [CLS] and [SEP] included), so these are the model's own outputs and not another layer's.
+    assert float(embedding.normalise(states.mean(axis=0)) @ vector) > 0.9

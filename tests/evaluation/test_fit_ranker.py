@@ -1,7 +1,7 @@
 import numpy as np
 
-from granrag_mcp.evaluation.fit_ranker import Dataset, beats, cross_validate, fit_model, ranks
-from granrag_mcp.retrieval.candidate_ranker import ALL_FEATURES
+from granrag_mcp.evaluation.fit_ranker import Dataset, beats, cross_validate, fit_model, fit_ranker, ranks
+from granrag_mcp.retrieval.candidate_ranker import ALL_FEATURES, TOKEN_FEATURES
 
 
 def synthetic(questions=120, candidates=8, seed=0):
@@ -50,3 +50,26 @@ def test_a_fit_is_used_only_when_it_wins_at_both_levels():
     assert beats({"broad MRR@5": 0.96, "mid MRR@5": 0.91}, shipped)
     assert not beats({"broad MRR@5": 0.97, "mid MRR@5": 0.90}, shipped)
     assert not beats(shipped, shipped)
+
+
+def test_data_from_a_store_with_token_vectors_fits_the_maxsim_variant():
+    data = synthetic()
+    assert not Dataset(
+        np.hstack([data.features, np.full((len(data.features), len(TOKEN_FEATURES)), np.nan)]), *fields(data)[1:]
+    ).has_tokens
+    rng = np.random.default_rng(1)
+    maxsim = rng.normal(size=(len(data.features), len(TOKEN_FEATURES)))
+    maxsim[:, 0] += 3.0 * data.mid_hit  # maxsim_best tells the answer
+    data.features[:, ALL_FEATURES.index("cover_1")] = rng.normal(size=len(data.features))  # cover_1 no longer does
+    with_tokens = Dataset(np.hstack([data.features, maxsim]), *fields(data)[1:])
+    assert with_tokens.has_tokens
+    hrr_features, chunk_features = with_tokens.feature_sets()
+    assert hrr_features == ALL_FEATURES + TOKEN_FEATURES and chunk_features[-3:] == TOKEN_FEATURES
+    ranker = fit_ranker(with_tokens, "t", "synthetic")
+    assert ranker.hrr.needs_tokens and ranker.hrr.coef[hrr_features.index("maxsim_best")] == max(ranker.hrr.coef)
+    figures = ranker.cross_validation["hrr"]
+    assert figures["fitted"]["mid MRR@5"] > figures["HRR"]["mid MRR@5"] + 0.3
+
+
+def fields(data):
+    return [getattr(data, name) for name in data.__dataclass_fields__]

@@ -8,9 +8,11 @@ from granrag_mcp.rerankers import SentenceWindowReranker
 from granrag_mcp.retrieval.candidate_ranker import (
     ALL_FEATURES,
     INSIDE_FEATURES,
+    TOKEN_FEATURES,
     LinearModel,
     QueryTerms,
     Sentences,
+    hrr_table,
     inside_features,
     order_by,
     read_ranker,
@@ -21,7 +23,7 @@ from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
 from granrag_mcp.retrieval.rerank import rerank
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.store import Snapshot
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeEmbedder, FakeTokenEmbedder
 from tests.helpers import index, write_corpus
 
 
@@ -143,3 +145,39 @@ def test_rerank_offers_the_ranker_and_the_reranker_alone(views):
     assert rerank(plain, "sailors trimmed the mainsail", mids, top_n=3).reranker == plain.reranker.name
     with pytest.raises(InvalidInputError, match="method='reranker'"):
         rerank(plain, "sailors", mids, top_n=3, method="candidate-ranker")
+
+
+@pytest.fixture(scope="module")
+def token_view(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ranker-tokens")
+    index(write_corpus(root / "docs"), root / "store", FakeTokenEmbedder(), token_vector_dims=64)
+    embedder = FakeTokenEmbedder()
+    snapshot = Snapshot.open(root / "store")
+    return View(snapshot, embedder, SentenceWindowReranker(embedder), candidate_ranker=shipped_ranker(tokens=True))
+
+
+def test_the_shipped_maxsim_ranker_adds_token_features():
+    ranker = shipped_ranker(tokens=True)
+    assert ranker.hrr.needs_tokens and ranker.chunks.needs_tokens and not shipped_ranker().hrr.needs_tokens
+    assert set(TOKEN_FEATURES) <= set(ranker.hrr.features)
+
+
+def test_hrr_with_token_vectors_uses_maxsim_from_the_forward_that_embedded_the_query(token_view):
+    embedder = token_view.embedder
+    forwards = embedder.token_forwards
+    name, hits = hrr_candidates(token_view, "knead the dough overnight")
+    assert name.startswith(shipped_ranker(tokens=True).name) and "dough" in hits[0].chunk.text.lower()
+    # The query's vector and token vectors came from one forward; no separate `embed` of the query ran.
+    assert embedder.token_forwards == forwards + 1 and "knead the dough overnight" not in embedder.texts
+    table = hrr_table(
+        token_view, "knead the dough overnight", token_view.query_vector("knead the dough overnight"), hits, tokens=True
+    )
+    best = int(np.argmax(table["maxsim_best"]))
+    assert "dough" in hits[best].chunk.text.lower() and table["maxsim_gap"].max() == 0.0
+
+
+def test_a_maxsim_ranker_on_a_store_without_token_vectors_says_what_to_do(views):
+    plain, _ = views
+    view = View(plain.snapshot, plain.embedder, plain.reranker, candidate_ranker=shipped_ranker(tokens=True))
+    with pytest.raises(InvalidInputError, match="--token-vectors"):
+        hrr_candidates(view, "knead the dough overnight")

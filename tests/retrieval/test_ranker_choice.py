@@ -45,3 +45,13 @@ def test_a_ranker_file_setting_is_read_at_start_and_a_bad_one_refused(tmp_path):
 def test_fitting_into_a_store_without_an_index_says_how_to_build_one(tmp_path):
     with pytest.raises(InvalidInputError, match="granrag-mcp index"):
         write_store_ranker(tmp_path / "empty", shipped_ranker())
+
+
+def test_auto_and_shipped_pick_the_maxsim_ranker_for_a_store_with_token_vectors(tmp_path):
+    from tests.fakes import FakeTokenEmbedder
+
+    index(write_corpus(tmp_path / "docs"), tmp_path / "store", FakeTokenEmbedder(), token_vector_dims=32)
+    snapshot = Snapshot.open(tmp_path / "store")
+    assert RankerChoice("auto").for_snapshot(snapshot) is shipped_ranker(tokens=True)
+    assert RankerChoice("shipped").for_snapshot(snapshot) is shipped_ranker(tokens=True)
+    assert RankerChoice("off").for_snapshot(snapshot) is None
