@@ -31,7 +31,7 @@ class FakeEmbedder:
             vector[0] = 1.0
         return vector / np.linalg.norm(vector)
 
-    def embed(self, texts: Sequence[str], progress=None) -> np.ndarray:
+    def embed(self, texts: Sequence[str], progress=None, groups=None) -> np.ndarray:
         self.calls += 1
         self.texts_embedded += len(texts)
         self.texts.extend(texts)
@@ -66,9 +66,11 @@ class FakeTokenEmbedder(FakeEmbedder):
             rows[i, int.from_bytes(digest[:4], "little") % self.dimension] = 1.0
         return rows
 
-    def embed_tokens(self, texts: Sequence[str], reduce, progress=None) -> tuple[np.ndarray, list[np.ndarray]]:
+    def embed_tokens(
+        self, texts: Sequence[str], reduce, progress=None, groups=None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
         self.token_forwards += 1
-        return self.embed(texts, progress), [reduce(self._tokens(t)) for t in texts]
+        return self.embed(texts, progress, groups), [reduce(self._tokens(t)) for t in texts]
 
     def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         self.token_forwards += 1  # one forward gives both (not counted as an `embed` call)

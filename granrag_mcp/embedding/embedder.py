@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, Protocol
@@ -37,8 +37,11 @@ class Embedder(Protocol):
     dimension: int
     max_tokens: int  # the model's window, in its own word pieces
 
-    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
-        """Normalised float32 vectors, one row per text."""
+    def embed(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None, groups: Sequence[Hashable] | None = None
+    ) -> np.ndarray:
+        """Normalised float32 vectors, one row per text. Texts of different `groups` never share a batch, so a
+        group's vectors are the same bits whatever else is embedded in the call."""
         ...
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
@@ -50,7 +53,11 @@ class TokenEmbedder(Embedder, Protocol):
     """An embedder that also hands out the model's output token vectors, from the forward that embeds the text."""
 
     def embed_tokens(
-        self, texts: Sequence[str], reduce: TokenReducer, progress: ProgressCallback | None = None
+        self,
+        texts: Sequence[str],
+        reduce: TokenReducer,
+        progress: ProgressCallback | None = None,
+        groups: Sequence[Hashable] | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """(the vectors `embed` gives, `reduce` of each text's inner token vectors), one forward per batch."""
         ...
@@ -88,9 +95,22 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def plan_batches(lengths: Sequence[int], max_texts: int, max_tokens: int = BATCH_TOKENS) -> list[list[int]]:
+def plan_batches(
+    lengths: Sequence[int], max_texts: int, max_tokens: int = BATCH_TOKENS, groups: Sequence[Hashable] | None = None
+) -> list[list[int]]:
     """Indices of texts grouped into batches, shortest first: each batch holds at most `max_texts` texts and, once
-    padded to its longest text, at most `max_tokens` tokens (a longer text goes alone)."""
+    padded to its longest text, at most `max_tokens` tokens (a longer text goes alone). With `groups`, each group
+    is batched on its own: a batch's padding and shape, and so the rounding of low-precision arithmetic, then
+    depend on the group alone (a document's semantic cut must not move with the documents embedded beside it)."""
+    if groups is not None:
+        members: dict[Hashable, list[int]] = {}
+        for index, group in enumerate(groups):
+            members.setdefault(group, []).append(index)
+        return [
+            [rows[i] for i in batch]
+            for rows in members.values()
+            for batch in plan_batches([lengths[r] for r in rows], max_texts, max_tokens)
+        ]
     batches: list[list[int]] = []
     current: list[int] = []
     for index in sorted(range(len(lengths)), key=lambda i: lengths[i]):
@@ -242,18 +262,35 @@ class SentenceTransformerEmbedder:
             vectors, tokens, mask = self._encoder.pooled_and_tokens(features)
         return normalise(vectors.float().cpu().numpy()), inner_tokens(tokens.float().cpu().numpy(), mask.cpu().numpy())
 
+    def _plan(
+        self, texts: list[str], groups: Sequence[Hashable] | None
+    ) -> tuple[list[str], list[list[int]], list[int]]:
+        """(each distinct text once, its batches, the row of every input text): overlapping windows repeat
+        sentences, and a repeated text runs once (within its group, when there are groups)."""
+        if groups is not None and len(groups) != len(texts):
+            raise ValueError(f"{len(groups)} groups for {len(texts)} texts: give one group per text")
+        keys = list(zip(groups, texts)) if groups is not None else [(None, text) for text in texts]
+        distinct = list(dict.fromkeys(keys))
+        with self._lock:
+            lengths = self._encoder.token_lengths([text for _, text in distinct])
+        batch_groups = [group for group, _ in distinct] if groups is not None else None
+        batches = plan_batches(lengths, self.batch_size, self.batch_tokens, batch_groups)
+        row_of = {key: row for row, key in enumerate(distinct)}
+        return [text for _, text in distinct], batches, [row_of[key] for key in keys]
+
     def embed_tokens(
-        self, texts: Sequence[str], reduce: TokenReducer, progress: ProgressCallback | None = None
+        self,
+        texts: Sequence[str],
+        reduce: TokenReducer,
+        progress: ProgressCallback | None = None,
+        groups: Sequence[Hashable] | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Like `embed` (batches planned the same way), with each text's token vectors passed through `reduce`
         in the batch's worker, so the full-width token states of a whole run are never held at once."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32), []
-        distinct = list(dict.fromkeys(texts))  # as in `embed`: a repeated text (broad overlaps) runs once
-        with self._lock:
-            lengths = self._encoder.token_lengths(distinct)
-        batches = plan_batches(lengths, self.batch_size, self.batch_tokens)
+        distinct, batches, rows = self._plan(texts, groups)
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
         tokens: list[np.ndarray] = [np.zeros(0)] * len(distinct)
 
@@ -263,15 +300,13 @@ class SentenceTransformerEmbedder:
 
         done = 0
         with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
-            for rows, (batch_vectors, batch_tokens) in zip(batches, pool.map(run, batches)):
-                vectors[rows] = batch_vectors
-                for row, kept in zip(rows, batch_tokens):
+            for batch, (batch_vectors, batch_tokens) in zip(batches, pool.map(run, batches)):
+                vectors[batch] = batch_vectors
+                for row, kept in zip(batch, batch_tokens):
                     tokens[row] = kept
-                done += len(rows)
+                done += len(batch)
                 if progress is not None:
                     progress(done, len(distinct))
-        row_of = {text: row for row, text in enumerate(distinct)}
-        rows = [row_of[text] for text in texts]
         return vectors[rows], [tokens[row] for row in rows]
 
     def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -290,30 +325,28 @@ class SentenceTransformerEmbedder:
                 self._query_tokens.popitem(last=False)
         return remembered
 
-    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None, groups: Sequence[Hashable] | None = None
+    ) -> np.ndarray:
         texts = list(texts)
         if len(texts) == 1 and progress is None:
             return self._embed_one(texts[0])[None, :]
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        # Each distinct text once (overlapping windows repeat sentences), in batches of similar lengths so each
-        # pads little, `workers` batches at a time; the rows are put back in the caller's order afterwards.
-        distinct = list(dict.fromkeys(texts))
-        with self._lock:
-            lengths = self._encoder.token_lengths(distinct)
-        batches = plan_batches(lengths, self.batch_size, self.batch_tokens)
+        # Each distinct text once, in batches of similar lengths so each pads little, `workers` batches at a time;
+        # the rows are put back in the caller's order afterwards.
+        distinct, batches, rows = self._plan(texts, groups)
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
         done = 0
         with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
-            for rows, batch_vectors in zip(
-                batches, pool.map(lambda rows: self._forward([distinct[i] for i in rows]), batches)
+            for batch, batch_vectors in zip(
+                batches, pool.map(lambda batch: self._forward([distinct[i] for i in batch]), batches)
             ):
-                vectors[rows] = batch_vectors
-                done += len(rows)
+                vectors[batch] = batch_vectors
+                done += len(batch)
                 if progress is not None:
                     progress(done, len(distinct))
-        row_of = {text: row for row, text in enumerate(distinct)}
-        return vectors[[row_of[text] for text in texts]]
+        return vectors[rows]
 
     def _embed_one(self, text: str) -> np.ndarray:
         with self._lock:

@@ -39,7 +39,7 @@ hierarchy cache, so that they differ only in the technique.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,11 +78,15 @@ class CachedEmbedder:
         self._tokens: dict[str, np.ndarray] = {}
         self.model_texts = 0  # texts actually embedded by the model
 
-    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None, groups: Sequence[Hashable] | None = None
+    ) -> np.ndarray:
         texts = list(texts)
+        group_of = dict(zip(texts, groups)) if groups is not None else {}
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if missing:
-            vectors = self.inner.embed(missing, progress=progress)
+            missing_groups = [group_of[t] for t in missing] if groups is not None else None
+            vectors = self.inner.embed(missing, progress=progress, groups=missing_groups)
             self.model_texts += len(missing)
             for text, vector in zip(missing, vectors):
                 self._vectors[text] = vector
@@ -93,12 +97,18 @@ class CachedEmbedder:
         return np.stack([self._vectors[t] for t in texts])
 
     def embed_tokens(
-        self, texts: Sequence[str], reduce: TokenReducer, progress: ProgressCallback | None = None
+        self,
+        texts: Sequence[str],
+        reduce: TokenReducer,
+        progress: ProgressCallback | None = None,
+        groups: Sequence[Hashable] | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """The inner embedder's, with each text's vector remembered (and its token vectors too, when `reduce`
         keeps them whole: then `query_tokens` of those texts needs no model run)."""
         texts = list(texts)
-        vectors, tokens = self.inner.embed_tokens(texts, reduce, progress=progress)  # type: ignore[attr-defined]
+        vectors, tokens = self.inner.embed_tokens(  # type: ignore[attr-defined]
+            texts, reduce, progress=progress, groups=groups
+        )
         self.model_texts += len(texts)
         for text, vector, kept in zip(texts, vectors, tokens):
             self._vectors[text] = vector

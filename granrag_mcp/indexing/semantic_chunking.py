@@ -202,14 +202,20 @@ def cut_planned(
     """`semantic_documents_with_tokens` after planning: a parallel engine plans on its CPU tasks and cuts where the
     model is.
 
-    A document's cut depends on its own sentence vectors alone, so any grouping of documents cuts the same.
+    A document's cut depends on its own sentence vectors alone, and those on its own sentences alone, so any
+    grouping of documents cuts the same.
     """
     texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
+    # Each document is batched on its own: a boundary near the percentile threshold would otherwise move with
+    # the rounding that the documents embedded beside it bring (the local and parallel engines group them apart).
+    groups = [n for n, plan in enumerate(plans) for _ in range(plan.texts_count)]
     tokens: list[np.ndarray] | None = None
     if token_reduce is not None:
-        vectors, tokens = embedder.embed_tokens(texts, token_reduce, progress=progress)  # type: ignore[attr-defined]
+        vectors, tokens = embedder.embed_tokens(  # type: ignore[attr-defined]
+            texts, token_reduce, progress=progress, groups=groups
+        )
     else:
-        vectors = embedder.embed(texts, progress=progress)
+        vectors = embedder.embed(texts, progress=progress, groups=groups)
     out, offset = [], 0
     for (doc_id, text), plan in zip(documents, plans):
         mine = vectors[offset : offset + plan.texts_count]

@@ -156,6 +156,34 @@ def test_batches_group_similar_lengths_within_the_text_and_token_limits() -> Non
     assert plan_batches([], 4) == []
 
 
+def test_grouped_batches_never_mix_groups_and_keep_every_text() -> None:
+    lengths = [30, 5, 200, 6, 31, 7, 9, 12]
+    groups = ["a", "b", "a", "b", "a", "b", "a", "b"]
+    batches = plan_batches(lengths, max_texts=2, max_tokens=100, groups=groups)
+    assert all(len({groups[i] for i in batch}) == 1 for batch in batches)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert [b for b in batches if groups[b[0]] == "a"] == [[6, 0], [4], [2]]  # group "a" batched as if alone
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_groups_vectors_are_the_same_bits_whatever_is_embedded_beside_it(fp32, bf16, precision: str) -> None:
+    # Without groups, these sentences share batches with the others and come out a few ulps (bf16: ~1e-3) apart.
+    embedder = fp32 if precision == "fp32" else bf16
+    rng = np.random.default_rng(0)
+    words = "river mountain sediment water valley erosion delta ocean rain forest city people history law".split()
+
+    def sentence(most: int) -> str:
+        return " ".join(rng.choice(words, int(rng.integers(5, most)))).capitalize() + "."
+
+    mine = [sentence(40) for _ in range(40)]
+    others = [sentence(60) for _ in range(300)]
+    alone = embedder.embed(mine, progress=lambda n, total: None)
+    beside = embedder.embed(others + mine, progress=lambda n, total: None, groups=[1] * 300 + [2] * 40)
+    assert np.array_equal(beside[300:], alone)
+    with pytest.raises(ValueError, match="one group per text"):
+        embedder.embed(mine, groups=[1])
+
+
 def test_bf16_vectors_stay_close_to_fp32(fp32, bf16) -> None:
     cosine = (fp32.embed(TEXTS) * bf16.embed(TEXTS)).sum(axis=1)
     assert cosine.min() > 0.999, cosine

@@ -102,6 +102,21 @@ def test_mids_follow_the_topics_and_nest_their_sentences():
     assert all(m.token_count <= SEMANTIC.mid_tokens for m in mids)
 
 
+def test_each_documents_sentences_are_embedded_in_batches_of_their_own():
+    class Recording(FakeEmbedder):
+        def embed(self, texts, progress=None, groups=None):
+            self.seen = list(zip(texts, groups)) if groups is not None else None
+            return super().embed(texts, progress, groups)
+
+    embedder = Recording()
+    documents = [("a.md", "\n\n".join(TOPICS[:2])), ("b.md", TOPICS[2])]
+    semantic_documents(documents, get_tokenizer(), SEMANTIC, embedder)
+    assert embedder.seen is not None, "a document's cut must not depend on the documents embedded beside it"
+    group_of_text = {text: group for text, group in embedder.seen}
+    assert group_of_text["Quasar telescope redshift observed."] == group_of_text["Oven sourdough crust browned."]
+    assert group_of_text["Quasar telescope redshift observed."] != group_of_text["Harbour sailboat mainsail tacked."]
+
+
 def test_an_index_run_reuses_the_sentence_vectors_and_the_chunker_is_part_of_the_identity(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -222,7 +222,7 @@ def test_long_documents_are_read_in_pages_and_listing_pages_through_documents(li
 class SlowEmbedder(FakeEmbedder):
     """Embeds one text at a time with a pause, so that a run can be cancelled in the middle."""
 
-    def embed(self, texts, progress=None):
+    def embed(self, texts, progress=None, groups=None):
         import time
 
         out = []
