@@ -300,16 +300,39 @@ def _adjacency(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, count: 
     )
 
 
+def transition_matrix(n: int, source: np.ndarray, target: np.ndarray, weight: np.ndarray):  # noqa: ANN201
+    """Column-stochastic scipy sparse matrix of a weighted undirected graph given by its directed arcs (each edge in
+    both directions); a concept with no edge has an empty column (its rank is spread evenly, see `pagerank`)."""
+    from scipy import sparse
+
+    matrix = sparse.csr_matrix((weight.astype(np.float64), (target, source)), shape=(n, n))
+    out = np.asarray(matrix.sum(axis=0)).ravel()
+    out[out == 0] = 1.0
+    return (matrix @ sparse.diags(1.0 / out)).tocsr()
+
+
+def pagerank(
+    transition, restart: np.ndarray, alpha: float = 0.85, iterations: int = 100, tolerance: float = 1e-8
+) -> np.ndarray:  # noqa: ANN001 -- a scipy sparse matrix from `transition_matrix`
+    """(Personalized) PageRank by power iteration: `restart` is the teleport distribution; the rank of concepts
+    with no edge (dangling) is spread by `restart` too, as networkx does."""
+    restart = restart / restart.sum()
+    dangling = np.asarray(transition.sum(axis=0)).ravel() == 0
+    rank = restart.copy()
+    for _ in range(iterations):
+        new = alpha * (transition @ rank + rank[dangling].sum() * restart) + (1 - alpha) * restart
+        done = np.abs(new - rank).sum() < tolerance
+        rank = new
+        if done:
+            break
+    return rank
+
+
 def _pagerank(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros(0, np.float32)
-    import networkx as nx
-
-    graph = nx.Graph()
-    graph.add_nodes_from(range(n))
-    graph.add_weighted_edges_from(zip(a.tolist(), b.tolist(), weight.tolist()))
-    ranks = nx.pagerank(graph, weight="weight")
-    return np.array([ranks[i] for i in range(n)], dtype=np.float32)
+    transition = transition_matrix(n, np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([weight, weight]))
+    return pagerank(transition, np.ones(n)).astype(np.float32)
 
 
 def _concept_vectors(
