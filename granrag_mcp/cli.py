@@ -49,6 +49,7 @@ _SETTING_FLAGS = {
     "log_level": "log_level",
     "allow_write": "allow_write",
     "allowed_roots": "allowed_roots",
+    "graph": "graph",
 }
 
 
@@ -107,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_chunker_flags(index)
     index.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
     index.add_argument("--embed-workers", type=int, help="embedding batches run side by side (default: one per core)")
+    index.add_argument(
+        "--graph",
+        action=argparse.BooleanOptionalAction,
+        help="build the concept graph of the graph tools (env GRANRAG_GRAPH, default on); --no-graph skips it",
+    )
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     index.add_argument(
         "--engine",

@@ -71,6 +71,7 @@ def run_index(
         rebuild=rebuild,
         progress=progress or Progress(enabled=not quiet),
         parallel=parallel,
+        graph=settings.graph,
     )
 
 

@@ -33,6 +33,7 @@ from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
 from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
+from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
 from granrag_mcp.store.store import (
@@ -108,6 +109,7 @@ def index_paths(
     rebuild: bool = False,
     progress: Progress | None = None,
     parallel: ParallelStages | None = None,
+    graph: bool = True,
 ) -> IndexSummary:
     progress = progress or Progress(enabled=False)
     summary = IndexSummary(store=Path(store_root))
@@ -143,6 +145,7 @@ def index_paths(
                 model_name=model_name,
                 prune=prune,
                 parallel=parallel,
+                graph=graph,
             )
         finally:
             if base is not None:
@@ -164,6 +167,7 @@ def _index_with_base(
     model_name: str,
     prune: bool,
     parallel: ParallelStages | None = None,
+    graph: bool = True,
 ) -> IndexSummary:
     wanted = StoreIdentity(
         model=model_name,
@@ -237,7 +241,8 @@ def _index_with_base(
         raise NoDocumentsError(
             f"none of the {len(files)} documents could be indexed (see the warnings above); the store was not changed"
         )
-    if base is not None and not new_docs and not removed:
+    graph_only = graph and base is not None and not has_graph(base.folder)  # a store indexed with the graph off
+    if base is not None and not new_docs and not removed and not graph_only:
         summary.generation = base.generation
         return summary
 
@@ -280,8 +285,11 @@ def _index_with_base(
         folder = writer.new_folder(generation)
         with clock.stage("index"):
             counts = write_generation(folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress)
-        with clock.stage("graph"):
-            write_graph(folder, base, new_docs, embedder, identity.dimension, progress)
+        if graph:
+            with clock.stage("graph"):
+                if embedder is None and graph_only:  # names of the concepts of documents indexed before
+                    embedder = embedder_factory()
+                write_graph(folder, base, new_docs, embedder, identity.dimension, progress)
         with clock.stage("commit"):
             manifest = Manifest(
                 generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={}

@@ -111,10 +111,16 @@ def _queries(graph: ConceptGraph) -> GraphQueries:
 def graph_of(view: View) -> tuple[ConceptGraph, GraphQueries]:
     graph = view.snapshot.graph
     if graph is None or len(graph) == 0:
+        if graph is None:
+            raise NoGraphError(
+                f"the index (generation {view.snapshot.generation}) has no concept graph: it was indexed with the "
+                "graph off (GRANRAG_GRAPH=false or `index --no-graph`) or before graphs existed. Build it with "
+                "`granrag-mcp index PATH` and the graph on (it reads the stored documents, nothing is re-embedded); "
+                "search_narrow and search_fused work without it"
+            )
         raise NoGraphError(
-            f"generation {view.snapshot.generation} has no concept graph (it was built before graphs were, or its "
-            "documents name no concept twice): re-index the documents to build one; search_narrow and search_fused "
-            "still work"
+            f"the concept graph of generation {view.snapshot.generation} is empty: no concept is named in two "
+            "sentences of the documents; use search_narrow or search_fused"
         )
     return graph, _queries(graph)
 

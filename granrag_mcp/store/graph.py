@@ -147,6 +147,11 @@ class ConceptGraph:
         return [self.sentence_concepts[self.sentence_ptr[r] : self.sentence_ptr[r + 1]] for r in sentence_rows]
 
 
+def has_graph(folder: Path) -> bool:
+    """Whether a generation folder holds a concept graph (one indexed with the graph off holds none)."""
+    return (folder / GRAPH_FILE).exists()
+
+
 def read_phrases(folder: Path) -> DocPhrases | None:
     path = folder / PHRASES_FILE
     if not path.exists():
