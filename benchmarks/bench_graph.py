@@ -1,7 +1,7 @@
 """Concept graph: evaluation on bridge and overview questions, tool latency, and build cost as the corpus grows.
 
     python benchmarks/bench_graph.py eval --store STORE            # bridge/overview table (graph_questions)
-    python benchmarks/bench_graph.py latency --store STORE         # p50/p95 of the graph techniques, in process
+    python benchmarks/bench_graph.py latency --store STORE [--baseline REF]  # p50/p95 of the graph techniques and tools
     python benchmarks/bench_graph.py scale --sentences 20000 40000 # build time and peak memory, synthetic corpus
 
 `scale` builds the graph alone (keyphrases, matching, edges, Leiden, reports) over a synthetic catalog: sentences
@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,41 +38,114 @@ def cmd_eval(args: argparse.Namespace) -> dict:
     return json.loads(out.read_text())
 
 
+def _module_at(ref: str, relative: str = "granrag_mcp/retrieval/graph.py") -> types.ModuleType:
+    """The graph techniques as they were at git `ref`, loaded beside the current ones for an A/B in one run."""
+    source = subprocess.run(["git", "show", f"{ref}:{relative}"], cwd=ROOT, capture_output=True, text=True, check=True)
+    module = types.ModuleType(f"graph_at_{ref}")
+    exec(compile(source.stdout, f"{ref}:{relative}", "exec"), module.__dict__)  # noqa: S102 -- the project's own code
+    return module
+
+
+def _technique_calls(techniques: types.ModuleType) -> dict[str, Callable[..., object]]:
+    return {
+        "find_concepts": lambda view, a, b: techniques.find_concepts(view, a, 10),
+        "concept_neighbourhood (depth 2, 15 nodes)": lambda view, a, b: techniques.neighbourhood(view, a, 2, 15, 1),
+        "concept_paths (4 hops, 3 paths)": lambda view, a, b: techniques.strongest_paths(view, a, b, 4, 3, 1),
+        "graph_search communities": lambda view, a, b: techniques.communities(view, f"main themes of {a}", 5, None),
+        "graph_search passages": lambda view, a, b: techniques.ppr_passages(view, f"How is {a} connected to {b}?", 10),
+    }
+
+
+def _tool_latency(store: Path, names: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
+    """The four graph tools through the MCP SDK's in-memory client (validation, packing, output schema), p50/p95."""
+    import anyio
+    from mcp.client import Client
+
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.server.app import build_server
+    from granrag_mcp.settings import Settings
+
+    settings = Settings(store=store, log_level="WARNING")
+    server = build_server(settings, engine_factory=lambda s: Engine(s, load_reranker_now=False))
+    calls = {
+        "find_concepts": lambda a, b: ("find_concepts", {"query": a}),
+        "concept_neighbourhood": lambda a, b: ("concept_neighbourhood", {"concept": a, "depth": 2}),
+        "concept_paths": lambda a, b: ("concept_paths", {"source": a, "target": b, "max_hops": 4}),
+        "graph_search communities": lambda a, b: ("graph_search", {"query": f"main themes of {a}"}),
+        "graph_search passages": lambda a, b: (
+            "graph_search",
+            {"query": f"How is {a} connected to {b}?", "mode": "passages", "k": 10},
+        ),
+    }
+    out: dict[str, dict[str, float]] = {}
+
+    async def main() -> None:
+        async with Client(server) as client:
+            await client.call_tool("find_concepts", {"query": "warm up"})
+            for label, make in calls.items():
+                seconds = []
+                for a, b in names:
+                    name, arguments = make(a, b)
+                    start = time.perf_counter()
+                    result = await client.call_tool(name, arguments)
+                    seconds.append(time.perf_counter() - start)
+                    if result.is_error:
+                        raise RuntimeError(f"{name} {arguments}: {result.content}")
+                out[label] = _percentiles(seconds)
+
+    anyio.run(main)
+    return out
+
+
+def _percentiles(seconds: list[float]) -> dict[str, float]:
+    seconds = sorted(seconds)
+    return {"p50_ms": 1000 * statistics.median(seconds), "p95_ms": 1000 * seconds[int(0.95 * (len(seconds) - 1))]}
+
+
 def cmd_latency(args: argparse.Namespace) -> dict:
+    """Each technique in process with a fresh view per call, as a tool call gets one (so every query is embedded);
+    with --baseline REF the techniques of that commit run alternately with the current ones, call by call."""
     from granrag_mcp.engine import Engine
     from granrag_mcp.evaluation.graph_questions import bridge_questions
-    from granrag_mcp.retrieval import graph as techniques
+    from granrag_mcp.retrieval import graph as current
     from granrag_mcp.settings import Settings
 
     engine = Engine(Settings(store=args.store), load_reranker_now=False)
-    view = engine.view()
-    graph, _ = techniques.graph_of(view)
+    graph, _ = current.graph_of(engine.view())
     bridges = bridge_questions(graph, args.calls, seed=1)
     names = [(str(graph.keys[b.a]), str(graph.keys[b.b])) for b in bridges]
-    calls = {
-        "find_concepts": lambda a, b: techniques.find_concepts(view, a, 10),
-        "concept_neighbourhood (depth 2, 15 nodes)": lambda a, b: techniques.neighbourhood(view, a, 2, 15, 1),
-        "concept_paths (4 hops, 3 paths)": lambda a, b: techniques.strongest_paths(view, a, b, 4, 3, 1),
-        "graph_search communities": lambda a, b: techniques.communities(view, f"main themes of {a}", 5, None),
-        "graph_search passages": lambda a, b: techniques.ppr_passages(view, f"How is {a} connected to {b}?", 10),
-    }
-    for name, call in calls.items():  # warm: first use builds the query-time structures
-        call(*names[0])
-    out = {}
-    for name, call in calls.items():
-        seconds = []
+    versions = {"current": current}
+    if args.baseline:
+        versions[f"baseline {args.baseline}"] = _module_at(args.baseline)
+    calls = {version: _technique_calls(module) for version, module in versions.items()}
+    for table in calls.values():  # warm: the first use builds the query-time structures
+        for call in table.values():
+            call(engine.view(), *names[0])
+    seconds: dict[str, dict[str, list[float]]] = {v: {name: [] for name in calls[v]} for v in calls}
+    for name in calls["current"]:
         for a, b in names:
-            start = time.perf_counter()
-            call(a, b)
-            seconds.append(time.perf_counter() - start)
-        seconds.sort()
-        out[name] = {"p50_ms": 1000 * statistics.median(seconds), "p95_ms": 1000 * seconds[int(0.95 * len(seconds))]}
+            for version, table in calls.items():  # alternating, so both see the same load
+                view = engine.view()
+                start = time.perf_counter()
+                table[name](view, a, b)
+                seconds[version][name].append(time.perf_counter() - start)
+    embed = []
+    for a, b in names:
+        start = time.perf_counter()
+        engine.embedder.embed([f"How is {a} connected to {b}?"])
+        embed.append(time.perf_counter() - start)
     return {
-        "store": str(args.store),
+        "store": args.store.name,
         "calls": len(names),
         "concepts": len(graph),
         "edges": graph.n_edges,
-        "latency": out,
+        "communities": graph.n_clusters,
+        "query_embedding": _percentiles(embed),
+        "techniques_in_process": {
+            version: {name: _percentiles(values) for name, values in table.items()}
+            for version, table in seconds.items()
+        },
+        "tools_in_memory_client": _tool_latency(args.store, names),
     }
 
 
@@ -190,6 +265,7 @@ def main() -> None:
         sub.add_argument("--store", type=Path, required=True)
         sub.add_argument("--questions", type=int, default=200)
         sub.add_argument("--calls", type=int, default=100)
+        sub.add_argument("--baseline", metavar="REF", help="latency: also time the techniques of this git commit")
     scale = commands.add_parser("scale")
     scale.add_argument("--sentences", type=int, nargs="+", default=[10_000, 20_000, 40_000])
     args = parser.parse_args()

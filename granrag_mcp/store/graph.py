@@ -316,13 +316,19 @@ def transition_matrix(n: int, source: np.ndarray, target: np.ndarray, weight: np
     return (matrix @ sparse.diags(1.0 / out)).tocsr()
 
 
-def pagerank(
-    transition, restart: np.ndarray, alpha: float = 0.85, iterations: int = 100, tolerance: float = 1e-8
-) -> np.ndarray:  # noqa: ANN001 -- a scipy sparse matrix from `transition_matrix`
+def pagerank(  # noqa: ANN001 -- `transition`: a scipy sparse matrix from `transition_matrix`
+    transition,
+    restart: np.ndarray,
+    alpha: float = 0.85,
+    iterations: int = 100,
+    tolerance: float = 1e-8,
+    dangling: np.ndarray | None = None,
+) -> np.ndarray:
     """(Personalized) PageRank by power iteration: `restart` is the teleport distribution; the rank of concepts
-    with no edge (dangling) is spread by `restart` too, as networkx does."""
+    with no edge (`dangling`, found from the matrix when not given) is spread by `restart` too, as networkx does."""
     restart = restart / restart.sum()
-    dangling = np.asarray(transition.sum(axis=0)).ravel() == 0
+    if dangling is None:
+        dangling = np.asarray(transition.sum(axis=0)).ravel() == 0
     rank = restart.copy()
     for _ in range(iterations):
         new = alpha * (transition @ rank + rank[dangling].sum() * restart) + (1 - alpha) * restart
