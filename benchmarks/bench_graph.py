@@ -24,6 +24,7 @@ import time
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -42,6 +43,7 @@ def _module_at(ref: str, relative: str = "granrag_mcp/retrieval/graph.py") -> ty
     """The graph techniques as they were at git `ref`, loaded beside the current ones for an A/B in one run."""
     source = subprocess.run(["git", "show", f"{ref}:{relative}"], cwd=ROOT, capture_output=True, text=True, check=True)
     module = types.ModuleType(f"graph_at_{ref}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
     exec(compile(source.stdout, f"{ref}:{relative}", "exec"), module.__dict__)  # noqa: S102 -- the project's own code
     return module
 
@@ -67,14 +69,15 @@ def _tool_latency(store: Path, names: list[tuple[str, str]]) -> dict[str, dict[s
 
     settings = Settings(store=store, log_level="WARNING")
     server = build_server(settings, engine_factory=lambda s: Engine(s, load_reranker_now=False))
+    # Queries unlike those of the in-process part, so that each is embedded here (the embedder caches queries).
     calls = {
-        "find_concepts": lambda a, b: ("find_concepts", {"query": a}),
+        "find_concepts": lambda a, b: ("find_concepts", {"query": f"the {a}"}),
         "concept_neighbourhood": lambda a, b: ("concept_neighbourhood", {"concept": a, "depth": 2}),
         "concept_paths": lambda a, b: ("concept_paths", {"source": a, "target": b, "max_hops": 4}),
-        "graph_search communities": lambda a, b: ("graph_search", {"query": f"main themes of {a}"}),
+        "graph_search communities": lambda a, b: ("graph_search", {"query": f"What are the main themes of {a}?"}),
         "graph_search passages": lambda a, b: (
             "graph_search",
-            {"query": f"How is {a} connected to {b}?", "mode": "passages", "k": 10},
+            {"query": f"How does {a} relate to {b}?", "mode": "passages", "k": 10},
         ),
     }
     out: dict[str, dict[str, float]] = {}
@@ -102,38 +105,66 @@ def _percentiles(seconds: list[float]) -> dict[str, float]:
     return {"p50_ms": 1000 * statistics.median(seconds), "p95_ms": 1000 * seconds[int(0.95 * (len(seconds) - 1))]}
 
 
+class _Remembered:
+    """The engine's embedder with every query vector kept (its own cache keeps 256), so that the timed calls of
+    either version read the same stored vectors."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.vectors: dict[str, Any] = {}
+
+    def embed(self, texts: list[str], **options: Any) -> Any:
+        import numpy as np
+
+        missing = [t for t in texts if t not in self.vectors]
+        if missing:
+            self.vectors.update(zip(missing, self.inner.embed(missing)))
+        return np.stack([self.vectors[t] for t in texts])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def cmd_latency(args: argparse.Namespace) -> dict:
-    """Each technique in process with a fresh view per call, as a tool call gets one (so every query is embedded);
-    with --baseline REF the techniques of that commit run alternately with the current ones, call by call."""
+    """Each technique in process with a fresh view per call, as a tool call gets one, its query embedded before (the
+    embedding is timed apart, on other queries); with --baseline REF the techniques of that commit run alternately
+    with the current ones, call by call. Then the tools through the MCP client, each query embedded in the call."""
     from granrag_mcp.engine import Engine
     from granrag_mcp.evaluation.graph_questions import bridge_questions
     from granrag_mcp.retrieval import graph as current
+    from granrag_mcp.retrieval.view import View
     from granrag_mcp.settings import Settings
 
     engine = Engine(Settings(store=args.store), load_reranker_now=False)
-    graph, _ = current.graph_of(engine.view())
+    vectors = _Remembered(engine.embedder)
+
+    def fresh_view() -> View:
+        return View(engine.live.snapshot(), vectors)  # type: ignore[arg-type]
+
+    graph, _ = current.graph_of(fresh_view())
     bridges = bridge_questions(graph, args.calls, seed=1)
     names = [(str(graph.keys[b.a]), str(graph.keys[b.b])) for b in bridges]
     versions = {"current": current}
     if args.baseline:
         versions[f"baseline {args.baseline}"] = _module_at(args.baseline)
     calls = {version: _technique_calls(module) for version, module in versions.items()}
-    for table in calls.values():  # warm: the first use builds the query-time structures
+    embed = []
+    for a, b in names:
+        start = time.perf_counter()
+        engine.embedder.embed([f"Explain {a} and {b}."])
+        embed.append(time.perf_counter() - start)
+    for table in calls.values():  # warm: the first use builds the query-time structures and embeds the queries
         for call in table.values():
-            call(engine.view(), *names[0])
+            for a, b in names:
+                call(fresh_view(), a, b)
     seconds: dict[str, dict[str, list[float]]] = {v: {name: [] for name in calls[v]} for v in calls}
     for name in calls["current"]:
         for a, b in names:
             for version, table in calls.items():  # alternating, so both see the same load
-                view = engine.view()
+                view = fresh_view()
                 start = time.perf_counter()
                 table[name](view, a, b)
                 seconds[version][name].append(time.perf_counter() - start)
-    embed = []
-    for a, b in names:
-        start = time.perf_counter()
-        engine.embedder.embed([f"How is {a} connected to {b}?"])
-        embed.append(time.perf_counter() - start)
     return {
         "store": args.store.name,
         "calls": len(names),
