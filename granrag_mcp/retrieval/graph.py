@@ -31,6 +31,7 @@ SEED_SIMILARITY = 0.55  # a concept name this close to the query (cosine) seeds 
 SEEDS_BY_MEANING = 5
 PPR_TOP = 50  # passages are the sentences that mention one of the concepts of highest personalized PageRank
 NAMED_IN_QUERY = 0.99  # find_concepts: a concept whose whole name appears in a longer query
+COMMUNITY_WEIGHT = 1.0  # graph_search communities: weight of a community's share of the mentions
 FUZZY_CUTOFF = 60.0  # find_concepts: least edit similarity (0-100) of a name taken as a misspelling
 
 
@@ -110,6 +111,10 @@ class GraphQueries:
             (np.ones(len(graph.sentence_concepts)), graph.sentence_concepts, graph.sentence_ptr), shape=(n_rows, n)
         )
         self.cluster_of_doc_entry = np.repeat(np.arange(graph.n_clusters), np.diff(graph.cluster_doc_ptr))
+        self.membership = sparse.csr_matrix(  # community x concept, 1 where the concept is a member
+            (np.ones(len(graph.cluster_members)), graph.cluster_members, graph.cluster_ptr),
+            shape=(graph.n_clusters, n),
+        )
 
 
 def doc_row(graph: ConceptGraph, doc_id: str) -> int:
@@ -313,7 +318,9 @@ def query_concepts(
 
 def communities(view: View, query: str, k: int, doc_id: str | None) -> list[Community]:
     """Community reports ranked for a query: the report centroid's cosine with the query, plus the share of the
-    query's concepts among its members; within one document when `doc_id` is given."""
+    query's concepts among its members, plus the community's weight (GraphRAG ranks its reports by size too): the
+    share of the mentions, in the document or in the whole index, that name one of its concepts. Within one
+    document (`doc_id`), a report lists its concepts by how often the document names them."""
     graph, queries = graph_of(view)
     vector = view.query_vector(query)
     if graph.n_clusters == 0:
@@ -321,6 +328,12 @@ def communities(view: View, query: str, k: int, doc_id: str | None) -> list[Comm
     scores = np.zeros(graph.n_clusters, np.float64)
     rows, similarity = nearest(queries.centroid_index, vector, graph.n_clusters)
     scores[rows] = similarity
+    if doc_id is not None:  # mentions of each concept within the document
+        in_doc = (graph.sentence_doc == doc_row(graph, doc_id)).astype(np.float64)
+        mentions = np.asarray(queries.sentence_matrix.T @ in_doc).ravel()
+    else:
+        mentions = graph.frequency.astype(np.float64)
+    scores += COMMUNITY_WEIGHT * (queries.membership @ mentions) / max(float(mentions.sum()), 1.0)
     seeds = query_concepts(view, graph, queries, query, vector)
     if seeds:
         for concept, weight in seeds.items():
@@ -338,10 +351,14 @@ def communities(view: View, query: str, k: int, doc_id: str | None) -> list[Comm
                 + ("" if doc_id in known else ": it is not in the index; take doc_id from list_documents")
             )
         scores = np.where(allowed, scores, -np.inf)
-    order = np.argsort(-scores)[:k]
-    return [
-        Community(int(c), float(scores[c]), graph.members(int(c)).tolist()) for c in order if np.isfinite(scores[c])
-    ]
+    order = [int(c) for c in np.argsort(-scores)[:k] if np.isfinite(scores[c])]
+    out = []
+    for c in order:
+        members = graph.members(c)
+        if doc_id is not None:  # stable: PageRank order among concepts named equally often
+            members = members[np.argsort(-mentions[members], kind="stable")]
+        out.append(Community(c, float(scores[c]), members.tolist()))
+    return out
 
 
 def personalized_pagerank(queries: GraphQueries, seeds: dict[int, float]) -> np.ndarray:
