@@ -54,6 +54,29 @@ def test_find_concepts_by_exact_and_misspelt_name(server) -> None:
     assert fuzzy["concepts"][0]["name"].lower().startswith("lubricant")
 
 
+def test_find_concepts_takes_the_names_inside_a_question(server) -> None:
+    async def scenario(client: Client):
+        return await call(client, "find_concepts", {"query": "How do lubricants help ball bearings?", "k": 4})
+
+    found = run(server, scenario)["concepts"]
+    named = [c for c in found if c["score"] == 0.99]
+    assert {c["name"].lower().rstrip("s") for c in named} >= {"lubricant", "ball bearing"}
+    assert found[: len(named)] == named  # the names the question holds come first
+
+
+def test_community_reports_in_a_document_list_its_most_named_concepts_first(server) -> None:
+    async def scenario(client: Client):
+        return await call(
+            client, "graph_search", {"query": "What are the main themes?", "k": 3, "doc_id": "garden.txt"}
+        )
+
+    reports = run(server, scenario)["communities"]
+    text = graph_corpus.GARDEN.lower()
+    for report in reports:
+        counts = [sum(_mentions(s, c.lower()) for s in text.split(". ")) for c in report["concepts"]]
+        assert counts == sorted(counts, reverse=True), report["concepts"]
+
+
 def test_paths_link_two_concepts_that_never_share_a_sentence(server) -> None:
     async def scenario(client: Client):
         paths = await call(
