@@ -166,7 +166,7 @@ def cmd_latency(args: argparse.Namespace) -> dict:
                 table[name](view, a, b)
                 seconds[version][name].append(time.perf_counter() - start)
     return {
-        "store": args.store.name,
+        "store_chunks": dict(engine.live.snapshot().manifest.counts),
         "calls": len(names),
         "concepts": len(graph),
         "edges": graph.n_edges,
