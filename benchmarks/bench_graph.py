@@ -6,7 +6,10 @@
 
 `scale` builds the graph alone (keyphrases, matching, edges, Leiden, reports) over a synthetic catalog: sentences
 drawn from a Zipf vocabulary of multi-word terms, with the fake embedder's vectors; it reports seconds and the peak
-resident memory of a child process per size, and a linear projection to one million sentences.
+resident memory of a child process per size, and a linear projection to one million sentences when the sizes stop
+short of it.
+
+Longer than most benchmarks because its three commands share the store, the graph techniques and the results folder.
 """
 
 from __future__ import annotations
