@@ -144,7 +144,7 @@ def graph_of(view: View) -> tuple[ConceptGraph, GraphQueries]:
             raise NoGraphError(
                 f"the index (generation {view.snapshot.generation}) has no concept graph: it was indexed with the "
                 "graph off (GRANRAG_GRAPH=false or `index --no-graph`) or before graphs existed. Build it with "
-                "`granrag-mcp index PATH` and the graph on (it reads the stored documents, nothing is re-embedded); "
+                "`granrag-mcp index PATH` and the graph on (it reads the stored documents; none is re-embedded); "
                 "search_narrow and search_fused work without it"
             )
         raise NoGraphError(
