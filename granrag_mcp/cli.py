@@ -51,6 +51,7 @@ _SETTING_FLAGS = {
     "log_level": "log_level",
     "allow_write": "allow_write",
     "allowed_roots": "allowed_roots",
+    "graph": "graph",
 }
 
 
@@ -116,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also store each sentence's token vectors for MaxSim in the candidate ranker (env GRANRAG_TOKEN_VECTORS)",
     )
     index.add_argument("--token-vector-dims", type=int, help="dimensions of each stored token vector (default 96)")
+    index.add_argument(
+        "--graph",
+        action=argparse.BooleanOptionalAction,
+        help="build the concept graph of the graph tools (env GRANRAG_GRAPH, default on); --no-graph skips it",
+    )
     index.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     index.add_argument(
         "--engine",

@@ -72,6 +72,7 @@ def run_index(
         progress=progress or Progress(enabled=not quiet),
         parallel=parallel,
         token_vector_dims=settings.token_vector_dims if settings.token_vectors else 0,
+        graph=settings.graph,
     )
 
 

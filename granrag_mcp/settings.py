@@ -135,6 +135,14 @@ class EmbeddingSettings(BaseModel):
     )
 
 
+class GraphSettings(BaseModel):
+    graph: bool = Field(
+        True,
+        description="index: build the concept graph that the graph tools read (concepts, co-occurrence edges, "
+        "communities); off: indexing skips it and the graph tools answer with an error saying how to build it.",
+    )
+
+
 class RerankSettings(BaseModel):
     reranker: str = Field(
         "auto", description="auto, embedding, embedding-windows, cross-encoder, or a cross-encoder name or path."
@@ -238,6 +246,7 @@ class Settings(
     StoreSettings,
     ChunkSettings,
     EmbeddingSettings,
+    GraphSettings,
     RerankSettings,
     ServerSettings,
     WriteSettings,

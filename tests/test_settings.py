@@ -74,3 +74,16 @@ def test_http_limits_are_read_from_the_environment(monkeypatch):
     settings = Settings()
     assert (settings.http_max_connections, settings.http_header_timeout) == (7, 2.5)
     assert (settings.http_max_sessions, settings.http_session_idle_timeout) == (3, 90.0)
+
+
+def test_the_graph_setting_comes_from_the_environment_and_the_index_flag(monkeypatch):
+    from granrag_mcp.cli import build_parser, load_settings
+
+    parser = build_parser()
+    assert Settings().graph is True
+    monkeypatch.setenv("GRANRAG_GRAPH", "false")
+    assert Settings().graph is False
+    assert load_settings(parser.parse_args(["index", "docs"])).graph is False
+    assert load_settings(parser.parse_args(["index", "docs", "--graph"])).graph is True
+    monkeypatch.delenv("GRANRAG_GRAPH")
+    assert load_settings(parser.parse_args(["index", "docs", "--no-graph"])).graph is False

@@ -50,6 +50,10 @@ With --squad FILE the corpus (one document per article, <title>.txt, paragraphs 
 indexed into --store first when the store does not hold it yet, so the whole evaluation is one command.
 With --qa FILE.jsonl the store must already hold the documents the questions name.
 
+When the store has a concept graph, a second table compares the graph tools with flat search on questions
+built from the corpus itself (docs/evaluation.md): bridge questions ("How is A connected to B?", two concepts
+that never share a sentence) and one overview question per document; --skip-graph leaves it out.
+
 The table goes to stdout; a report folder (--out) receives report.md, metrics.json, per_query.jsonl and a
 PNG chart of the broad-level metrics. Progress goes to stderr.
 """
@@ -59,7 +63,7 @@ examples:
   granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store
   granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store --sample 500 --seed 1
   granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store-windows --vector-mode windows
-  granrag-mcp eval --qa questions.jsonl --store ./index_store --strategies base,rrf,hrr
+  granrag-mcp eval --qa questions.jsonl --store ./index_store --strategies base,rrf,hrr --skip-graph
 
 JSONL lines: {"question": "...", "doc_id": "<document id in the store>", "answer_start": 120,
 "answer_end": 134} (character offsets into the document text; optional "id" and "answer" fields, the
@@ -176,6 +180,18 @@ def add_eval_parser(
         "carries it if its cross-validated MRR@5 beats the shipped ranker's (needs scikit-learn)",
     )
     parser.add_argument(
+        "--skip-graph",
+        action="store_true",
+        help="skip the concept graph's bridge and overview questions (run by default when the store has a graph)",
+    )
+    parser.add_argument(
+        "--bridge-questions",
+        type=_positive_int,
+        default=200,
+        metavar="N",
+        help="bridge questions built from the concept graph (default 200)",
+    )
+    parser.add_argument(
         "--no-chart", action="store_true", help="skip the PNG chart (it needs matplotlib, the 'eval' extra)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -271,6 +287,19 @@ def _machine() -> str:
 
 def _command_line() -> str:
     return "granrag-mcp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "granrag-mcp eval"
+
+
+def _graph_questions(view, tokens, n_bridges: int, seed: int, progress, notes: list[str]) -> dict[str, Any] | None:
+    """The bridge and overview questions of `graph_questions`, or None with a note when the store has no graph."""
+    from granrag_mcp.evaluation.graph_questions import evaluate
+    from granrag_mcp.retrieval.graph import NoGraphError
+
+    progress.message(f"concept graph: {n_bridges} bridge questions and one overview question per document")
+    try:
+        return evaluate(view, tokens, n_bridges, seed)
+    except NoGraphError:
+        notes.append("the store has no concept graph (indexed with GRANRAG_GRAPH=false): no bridge or overview table")
+        return None
 
 
 def cmd_eval(args: argparse.Namespace, settings) -> int:
@@ -430,9 +459,16 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
             f"for {runner.hrr_mismatches} questions the HRR mid list, mapped to broad parents, differs from "
             "hrr_search's broad list (span dedupe of the parents)"
         )
+
+    # 6. The concept graph against flat search: bridge and overview questions built from the store.
+    graph_result = None
+    if not args.skip_graph:
+        t = time.perf_counter()
+        graph_result = _graph_questions(view, engine.tokenizer, args.bridge_questions, args.seed, progress, notes)
+        timings["graph questions"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - began
 
-    # 6. Outputs.
+    # 7. Outputs.
     summary = summarise_all(ranks)
     manifest = view.snapshot.manifest
     meta: dict[str, Any] = {
@@ -467,9 +503,14 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
         "timings": timings,
         "embedding_calls": {"texts embedded by the model during the evaluation": embedder.model_texts},
         "strategy_notes": {s: STRATEGY_NOTES[s] for s in strategies},
+        "graph": graph_result,
         "notes": notes,
     }
     paths = write_report(out, summary, meta, rows, chart=not args.no_chart)
     print(format_table(summary))
+    if graph_result is not None:
+        from granrag_mcp.evaluation.graph_questions import graph_table
+
+        print("\n" + graph_table(graph_result))
     progress.message(f"{len(questions)} questions in {timings['total']:.0f} s; report in {paths['report'].parent}")
     return 0

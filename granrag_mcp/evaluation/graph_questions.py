@@ -161,6 +161,32 @@ def _overviews(view: View, tokens: TokenCounter, graph: ConceptGraph, matcher: C
     return {name: {"coverage": float(np.mean(v)) if v else 0.0} for name, v in rows.items()}
 
 
+GRAPH_METHOD = (
+    "Questions built from the store's own concept graph. A bridge question names two concepts A and B that never "
+    f"share a sentence but both share one with a third concept C; it is answered when the text a method returns "
+    f"within {BUDGET} tokens holds a sentence naming A and C and one naming C and B. An overview question asks for "
+    f"the main themes of one document; its coverage is the share of the document's {TOP_CONCEPTS} most frequent "
+    "concepts that the returned text names. p50: milliseconds per question in process, the question's embedding "
+    "included once."
+)
+
+
+def graph_table(result: dict) -> str:
+    """One table of every method: bridge questions answered, their p50, overview coverage (markdown)."""
+    rows: dict[str, list[str]] = {}
+    for name, row in result["bridge"].items():
+        rows[name] = [f"{row['answered']:.3f}", f"{row['p50_ms']:.1f}", "-"]
+    for name, row in result["overview"].items():
+        rows.setdefault(name, ["-", "-", "-"])[2] = f"{row['coverage']:.3f}"
+    lines = [
+        f"| method | bridge answered ({result['bridge_questions']}) | bridge p50 ms | "
+        f"overview coverage ({result['overview_documents']} documents) |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [f"| {name} | " + " | ".join(values) + " |" for name, values in rows.items()]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 

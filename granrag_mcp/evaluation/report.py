@@ -89,6 +89,11 @@ def markdown_report(summary: Summary, meta: Mapping[str, Any]) -> str:
     ]
     best = best_per_level(summary)
     lines += [f"Best MRR@10 at the {level} level: {name} ({value:.3f})." for level, (name, value) in best.items()]
+    if meta.get("graph"):
+        from granrag_mcp.evaluation.graph_questions import GRAPH_METHOD, graph_table
+
+        lines += ["", "## Concept graph: bridge and overview questions", "", GRAPH_METHOD, ""]
+        lines.append(graph_table(meta["graph"]))
     lines += ["", "## Strategies", ""]
     lines += [f"- **{name}**: {text}" for name, text in meta["strategy_notes"].items()]
     if meta.get("notes"):

@@ -33,6 +33,7 @@ from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
 from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
+from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.lexical import LexicalIndex
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
 from granrag_mcp.store.store import (
@@ -111,6 +112,7 @@ def index_paths(
     progress: Progress | None = None,
     parallel: ParallelStages | None = None,
     token_vector_dims: int = 0,
+    graph: bool = True,
 ) -> IndexSummary:
     """Index `paths` into one new generation. `token_vector_dims`: store the sentences' token vectors reduced to
     that many dimensions (0: only if the store has them already)."""
@@ -149,6 +151,7 @@ def index_paths(
                 prune=prune,
                 parallel=parallel,
                 token_vector_dims=token_vector_dims,
+                graph=graph,
             )
         finally:
             if base is not None:
@@ -171,6 +174,7 @@ def _index_with_base(
     prune: bool,
     parallel: ParallelStages | None = None,
     token_vector_dims: int = 0,
+    graph: bool = True,
 ) -> IndexSummary:
     # A store with token vectors keeps them: a run that does not ask for them still computes them for its documents.
     token_dims = token_vector_dims or ((base.manifest.identity.token_vector_dims or 0) if base else 0)
@@ -252,7 +256,8 @@ def _index_with_base(
         raise NoDocumentsError(
             f"none of the {len(files)} documents could be indexed (see the warnings above); the store was not changed"
         )
-    if base is not None and not new_docs and not removed:
+    graph_only = graph and base is not None and not has_graph(base.folder)  # a store indexed with the graph off
+    if base is not None and not new_docs and not removed and not graph_only:
         summary.generation = base.generation
         return summary
 
@@ -309,9 +314,12 @@ def _index_with_base(
             counts = write_generation(
                 folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress, token_rows, projection
             )
-        with clock.stage("graph"):
-            names = _names_embedder(embedder, embedder_factory)  # a parallel run loaded no model here
-            write_graph(folder, base, new_docs, names, identity.dimension, progress)
+        if graph:
+            with clock.stage("graph"):
+                # A parallel run, or one that only builds the graph, loaded no model here: the names' model loads
+                # only when a concept needs its vector.
+                names = _names_embedder(embedder, embedder_factory)
+                write_graph(folder, base, new_docs, names, identity.dimension, progress)
         with clock.stage("commit"):
             manifest = Manifest(
                 generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={}

@@ -11,6 +11,7 @@ from granrag_mcp.indexing.pipeline import IndexSummary, write_generation, write_
 from granrag_mcp.levels import LEVELS, Level
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk
+from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.manifest import Manifest
 from granrag_mcp.store.store import Snapshot, current_generation
 from granrag_mcp.store.writer import StoreWriter
@@ -44,7 +45,8 @@ def remove_documents(
                 folder = writer.new_folder(generation)
                 empty: dict[Level, list[Chunk]] = {level: [] for level in LEVELS}
                 counts = write_generation(folder, base, [], wanted, empty, {}, dimension, progress)
-                write_graph(folder, base, [], None, dimension, progress)  # the graph without their concepts
+                if has_graph(base.folder):  # the graph without their concepts; none where indexing built none
+                    write_graph(folder, base, [], None, dimension, progress)
                 manifest = Manifest(
                     generation=generation,
                     identity=base.manifest.identity,

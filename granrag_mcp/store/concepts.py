@@ -105,17 +105,12 @@ class ConceptMatcher:
 def apart(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     """Pairs of different concepts whose matches do not overlap anywhere in the sentence: "sliding friction" and
     "friction" in one phrase are one mention, not a link."""
-    pairs = set()
+    pairs: set[tuple[int, int]] = set()
+    overlapping: set[tuple[int, int]] = set()
     for i, (a, a_start, a_end) in enumerate(spans):
         for b, b_start, b_end in spans[i + 1 :]:
-            if a != b and (a_end <= b_start or b_end <= a_start):
-                pairs.add((min(a, b), max(a, b)))
-    overlapping = {
-        (min(a, b), max(a, b))
-        for a, a_start, a_end in spans
-        for b, b_start, b_end in spans
-        if a != b and a_start < b_end and b_start < a_end
-    }
+            if a != b:
+                (pairs if a_end <= b_start or b_end <= a_start else overlapping).add((min(a, b), max(a, b)))
     return sorted(pairs - overlapping)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from array import array
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -147,6 +148,11 @@ class ConceptGraph:
         return [self.sentence_concepts[self.sentence_ptr[r] : self.sentence_ptr[r + 1]] for r in sentence_rows]
 
 
+def has_graph(folder: Path) -> bool:
+    """Whether a generation folder holds a concept graph (one indexed with the graph off holds none)."""
+    return (folder / GRAPH_FILE).exists()
+
+
 def read_phrases(folder: Path) -> DocPhrases | None:
     path = folder / PHRASES_FILE
     if not path.exists():
@@ -196,11 +202,16 @@ def build_graph(
             broad = mid_parent.get(sentence.parent_id) if sentence.parent_id is not None else None
             found.append((sentence.id, sentence.doc_id, broad, spans))
             counts.update(set(hit for hit, _, _ in spans))
+    del sentences, seen, mid_parent  # the texts are matched: free them before the graph's arrays are built
 
     kept = sorted(v for v, n in counts.items() if n >= MIN_FREQUENCY)
     row_of = {v: row for row, v in enumerate(kept)}
     keys = [vocabulary[v] for v in kept]
-    rows_per_sentence, pairs_per_sentence, sentence_ids, sentence_docs, sentence_broad = [], [], [], [], []
+    rows_per_sentence, sentence_ids, sentence_docs, sentence_broad = [], [], [], []
+    # each co-occurring pair as one int64 code (a * concepts + b): a tuple per pair took 56 bytes and most of the
+    # build's memory (a sentence has tens of pairs)
+    pair_codes = array("q")
+    n_concepts = len(keys)
     doc_list = sorted({doc for _, doc, _, _ in found})
     doc_row = {doc: n for n, doc in enumerate(doc_list)}
     for sentence_id, doc, broad, spans in sorted(found):
@@ -210,8 +221,9 @@ def build_graph(
             sentence_docs.append(doc_row[doc])
             sentence_broad.append(broad if broad is not None else -1)
             rows_per_sentence.append(list(dict.fromkeys(row for row, _, _ in kept_spans)))
-            pairs_per_sentence.append(apart(kept_spans[: 2 * MAX_CONCEPTS_PER_SENTENCE]))
-    n_concepts, n_sentences = len(keys), len(sentence_ids)
+            pair_codes.extend(a * n_concepts + b for a, b in apart(kept_spans[: 2 * MAX_CONCEPTS_PER_SENTENCE]))
+    del found
+    n_sentences = len(sentence_ids)
 
     mentions: list[list[int]] = [[] for _ in range(n_concepts)]
     for sentence_id, rows in zip(sentence_ids, rows_per_sentence):
@@ -219,7 +231,8 @@ def build_graph(
             mentions[row].append(sentence_id)
     frequency = np.array([len(m) for m in mentions], dtype=np.int32)
 
-    edges_a, edges_b, weights, pair_counts = _edges(pairs_per_sentence, frequency, n_concepts, n_sentences)
+    codes = np.frombuffer(pair_codes, dtype=np.int64) if pair_codes else np.zeros(0, np.int64)
+    edges_a, edges_b, weights, pair_counts = _edges(codes, frequency, n_concepts, n_sentences)
     adjacency = _adjacency(n_concepts, edges_a, edges_b, weights, pair_counts)
     pagerank = _pagerank(n_concepts, edges_a, edges_b, weights)
     vectors = _concept_vectors(keys, [names_of[k] for k in keys], embed_names, dimension, previous)
@@ -261,19 +274,14 @@ def build_graph(
 
 
 def _edges(
-    pairs_per_sentence: list[list[tuple[int, int]]], frequency: np.ndarray, n_concepts: int, n_sentences: int
+    pair_codes: np.ndarray, frequency: np.ndarray, n_concepts: int, n_sentences: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Co-occurrence pairs (a < b) with their weight and count, pruned (positive PMI, top weights)."""
-    firsts: list[int] = []
-    seconds: list[int] = []
-    for pairs in pairs_per_sentence:
-        for a, b in pairs:
-            firsts.append(a)
-            seconds.append(b)
-    if not firsts:
+    """Co-occurrence pairs (a < b, coded a * n_concepts + b, one per sentence that holds both) with their weight
+    and count, pruned (positive PMI, top weights)."""
+    if len(pair_codes) == 0:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, np.float32), np.zeros(0, np.int32)
-    codes, counts = np.unique(np.array(firsts, np.int64) * n_concepts + np.array(seconds, np.int64), return_counts=True)
+    codes, counts = np.unique(pair_codes, return_counts=True)
     first, second = codes // n_concepts, codes % n_concepts
     p_pair = counts / n_sentences
     pmi = np.log(p_pair / ((frequency[first] / n_sentences) * (frequency[second] / n_sentences)))
@@ -300,16 +308,45 @@ def _adjacency(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray, count: 
     )
 
 
+def transition_matrix(n: int, source: np.ndarray, target: np.ndarray, weight: np.ndarray):  # noqa: ANN201
+    """Column-stochastic scipy sparse matrix of a weighted undirected graph given by its directed arcs (each edge in
+    both directions); a concept with no edge has an empty column (its rank is spread evenly, see `pagerank`)."""
+    from scipy import sparse
+
+    matrix = sparse.csr_matrix((weight.astype(np.float64), (target, source)), shape=(n, n))
+    out = np.asarray(matrix.sum(axis=0)).ravel()
+    out[out == 0] = 1.0
+    return (matrix @ sparse.diags(1.0 / out)).tocsr()
+
+
+def pagerank(  # noqa: ANN001 -- `transition`: a scipy sparse matrix from `transition_matrix`
+    transition,
+    restart: np.ndarray,
+    alpha: float = 0.85,
+    iterations: int = 100,
+    tolerance: float = 1e-8,
+    dangling: np.ndarray | None = None,
+) -> np.ndarray:
+    """(Personalized) PageRank by power iteration: `restart` is the teleport distribution; the rank of concepts
+    with no edge (`dangling`, found from the matrix when not given) is spread by `restart` too, as networkx does."""
+    restart = restart / restart.sum()
+    if dangling is None:
+        dangling = np.asarray(transition.sum(axis=0)).ravel() == 0
+    rank = restart.copy()
+    for _ in range(iterations):
+        new = alpha * (transition @ rank + rank[dangling].sum() * restart) + (1 - alpha) * restart
+        done = np.abs(new - rank).sum() < tolerance
+        rank = new
+        if done:
+            break
+    return rank
+
+
 def _pagerank(n: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros(0, np.float32)
-    import networkx as nx
-
-    graph = nx.Graph()
-    graph.add_nodes_from(range(n))
-    graph.add_weighted_edges_from(zip(a.tolist(), b.tolist(), weight.tolist()))
-    ranks = nx.pagerank(graph, weight="weight")
-    return np.array([ranks[i] for i in range(n)], dtype=np.float32)
+    transition = transition_matrix(n, np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([weight, weight]))
+    return pagerank(transition, np.ones(n)).astype(np.float32)
 
 
 def _concept_vectors(

@@ -78,7 +78,7 @@ def test_exit_code_and_report_files(smoke: dict) -> None:
 
 
 def test_table_is_printed_with_every_strategy_and_level(smoke: dict) -> None:
-    lines = smoke["stdout"].strip().splitlines()
+    lines = smoke["stdout"].strip().split("\n\n")[0].splitlines()  # then the concept graph's table
     assert lines[0].split() == ["strategy", "level", *METRICS]
     rows = [line.split() for line in lines[2:]]
     assert [(r[0], r[1]) for r in rows] == [(s, level) for s in STRATEGIES for level in ("broad", "mid")]
@@ -102,6 +102,26 @@ def test_metrics_are_in_range_and_consistent(smoke: dict) -> None:
     assert report["store"]["documents"] == 2
     assert report["indexing"]["indexed"] is True
     assert report["reranker"]
+
+
+def test_the_graph_methods_and_flat_search_share_one_table(smoke: dict) -> None:
+    report = json.loads((smoke["out"] / "metrics.json").read_text(encoding="utf-8"))
+    graph = report["graph"]
+    assert graph["bridge_questions"] > 10 and graph["overview_documents"] == 2
+    bridge, overview = graph["bridge"], graph["overview"]
+    assert {"search_narrow (dense)", "search_fused (rrf, narrow)", "graph_search (passages)", "concept_paths"} <= set(
+        bridge
+    )
+    assert {"graph_search (communities, doc_id)", "search_fused (rrf, mid)"} <= set(overview)
+    assert all(0.0 <= row["answered"] <= 1.0 for row in bridge.values())
+    assert bridge["concept_paths"]["answered"] > bridge["search_narrow (dense)"]["answered"]  # what the graph is for
+    assert all(0.0 < row["coverage"] <= 1.0 for row in overview.values())
+    table = smoke["stdout"].strip().split("\n\n")[1]
+    assert table.startswith("| method | bridge answered") and "| concept_paths |" in table
+    assert "| search_fused (rrf, mid) | - | - |" in table
+    text = (smoke["out"] / "report.md").read_text(encoding="utf-8")
+    assert "## Concept graph: bridge and overview questions" in text and table in text
+    assert report["timings"]["graph questions"] > 0
 
 
 def test_per_query_rows(smoke: dict) -> None:
@@ -165,6 +185,7 @@ def test_second_run_reuses_the_store_and_jsonl_input_works(smoke: dict, capsys: 
                 "--strategies",
                 "base,rrf",
                 "--no-chart",
+                "--skip-graph",
                 "--quiet",
             ]
         )
@@ -179,6 +200,7 @@ def test_second_run_reuses_the_store_and_jsonl_input_works(smoke: dict, capsys: 
     ]
     report = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert report["indexing"] == {"indexed": False}
+    assert report["graph"] is None and "graph questions" not in report["timings"]  # --skip-graph
     assert not (out / "broad_metrics.png").exists()
 
 
@@ -240,5 +262,7 @@ def test_help_lists_the_options() -> None:
         "--articles",
         "--reranker",
         "--strategies",
+        "--skip-graph",
+        "--bridge-questions",
     ):
         assert option in text

@@ -198,3 +198,30 @@ def test_large_levels_use_hnsw_and_updates_never_return_stale_ids(tmp_path, monk
     assert snapshot.vectors["narrow"].kind == "flat"
     assert len(snapshot.vectors["narrow"]) == snapshot.manifest.counts["narrow"] < 18
     snapshot.close()
+
+
+def test_graph_off_skips_the_graph_and_a_later_run_with_it_on_builds_it_without_reembedding(tmp_path):
+    from granrag_mcp.store.graph import GRAPH_FILE, PHRASES_FILE
+    from tests import graph_corpus
+
+    corpus = graph_corpus.write(tmp_path / "corpus")
+    first = index(corpus, tmp_path / "store", graph=False)
+    snapshot = Snapshot.open(tmp_path / "store")
+    assert first.committed and "graph" not in first.seconds
+    assert not {GRAPH_FILE, PHRASES_FILE} & set(snapshot.manifest.files) and snapshot.graph is None
+    snapshot.close()
+
+    unchanged = index(corpus, tmp_path / "store", graph=False)  # still off: nothing to do
+    assert (unchanged.committed, unchanged.generation) == (False, first.generation)
+
+    embedder = FakeEmbedder()
+    second = index(corpus, tmp_path / "store", embedder=embedder)  # on: the graph of the documents already held
+    assert second.committed and second.generation == first.generation + 1 and second.unchanged == 2
+    assert sum(second.new_chunks.values()) == 0
+    snapshot = Snapshot.open(tmp_path / "store")
+    try:
+        assert {GRAPH_FILE, PHRASES_FILE} <= set(snapshot.manifest.files)
+        assert "sliding friction" in {str(k) for k in snapshot.graph.keys}
+        assert embedder.texts_embedded == len(snapshot.graph)  # the concept names alone
+    finally:
+        snapshot.close()

@@ -40,3 +40,15 @@ def test_removing_an_unknown_document_changes_nothing(tmp_path: Path) -> None:
         assert snapshot.generation == summary.generation
     finally:
         snapshot.close()
+
+
+def test_removing_from_a_store_indexed_without_the_graph_builds_none(tmp_path: Path) -> None:
+    corpus = graph_corpus.write(tmp_path / "corpus")
+    index(corpus, tmp_path / "store", graph=False)
+    remove_documents(["garden.txt"], tmp_path / "store")
+    snapshot = Snapshot.open(tmp_path / "store")
+    try:
+        assert snapshot.graph is None and not any(name.startswith("graph") for name in snapshot.manifest.files)
+        assert [d.doc_id for d in snapshot.catalog.documents()] == ["physics.md"]
+    finally:
+        snapshot.close()

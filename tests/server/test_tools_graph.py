@@ -54,6 +54,29 @@ def test_find_concepts_by_exact_and_misspelt_name(server) -> None:
     assert fuzzy["concepts"][0]["name"].lower().startswith("lubricant")
 
 
+def test_find_concepts_takes_the_names_inside_a_question(server) -> None:
+    async def scenario(client: Client):
+        return await call(client, "find_concepts", {"query": "How do lubricants help ball bearings?", "k": 4})
+
+    found = run(server, scenario)["concepts"]
+    named = [c for c in found if c["score"] == 0.99]
+    assert {c["name"].lower().rstrip("s") for c in named} >= {"lubricant", "ball bearing"}
+    assert found[: len(named)] == named  # the names the question holds come first
+
+
+def test_community_reports_in_a_document_list_its_most_named_concepts_first(server) -> None:
+    async def scenario(client: Client):
+        return await call(
+            client, "graph_search", {"query": "What are the main themes?", "k": 3, "doc_id": "garden.txt"}
+        )
+
+    reports = run(server, scenario)["communities"]
+    text = graph_corpus.GARDEN.lower()
+    for report in reports:
+        counts = [sum(_mentions(s, c.lower()) for s in text.split(". ")) for c in report["concepts"]]
+        assert counts == sorted(counts, reverse=True), report["concepts"]
+
+
 def test_paths_link_two_concepts_that_never_share_a_sentence(server) -> None:
     async def scenario(client: Client):
         paths = await call(
@@ -131,17 +154,33 @@ def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
     assert "nowhere.md" in doc and "list_documents" in doc
 
 
-def test_a_store_without_a_graph_says_how_to_get_one(tmp_path: Path) -> None:
+def test_a_store_indexed_with_the_graph_off_says_how_to_build_it(tmp_path: Path) -> None:
     settings = Settings(
-        store=tmp_path / "store", model="fake-hash-embedder", broad_tokens=256, broad_overlap=32, mid_tokens=64
+        store=tmp_path / "store",
+        model="fake-hash-embedder",
+        broad_tokens=256,
+        broad_overlap=32,
+        mid_tokens=64,
+        graph=False,
     )
     embedder = FakeEmbedder(dimension=256)
     fake_index([graph_corpus.write(tmp_path / "corpus")], settings, embedder)
     engine = fake_engine(settings, embedder)
-    engine.live.snapshot().graph = None  # as a generation indexed before graphs were
     server = build_server(settings, engine_factory=lambda _: engine)
 
     async def scenario(client: Client):
-        return await fail(client, "find_concepts", {"query": "friction"})
+        tools = {t.name for t in (await client.list_tools()).tools}
+        errors = [
+            await fail(client, "find_concepts", {"query": "friction"}),
+            await fail(client, "concept_neighbourhood", {"concept": "friction"}),
+            await fail(client, "concept_paths", {"source": "lubricants", "target": "ball bearings"}),
+            await fail(client, "graph_search", {"query": "main themes", "mode": "passages"}),
+        ]
+        found = await call(client, "search_narrow", {"query": "friction"})
+        return tools, errors, found
 
-    assert "no concept graph" in run(server, scenario) and "re-index" in run(server, scenario)
+    tools, errors, found = run(server, scenario)
+    assert {"find_concepts", "concept_paths", "concept_neighbourhood", "graph_search"} <= tools  # listed as always
+    for error in errors:
+        assert "no concept graph" in error and "GRANRAG_GRAPH" in error and "granrag-mcp index" in error
+    assert found["hits"]

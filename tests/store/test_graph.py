@@ -142,3 +142,20 @@ def test_a_concept_left_without_a_name_vector_gets_one_in_the_next_run():
     vectors = _concept_vectors(["river", "tide"], ["River", "Tide"], embed, 2, previous)  # type: ignore[arg-type]
     assert asked == [["Tide"]]  # the kept vector is not embedded again
     assert vectors.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_pagerank_solves_the_pagerank_equation_with_dangling_concepts() -> None:
+    from granrag_mcp.store.graph import pagerank, transition_matrix
+
+    # a weighted triangle 0-1-2, a pendant 3 on 2, and 4 with no edge (dangling)
+    a, b = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3])
+    weight = np.array([1.0, 2.0, 3.0, 0.5])
+    n, alpha = 5, 0.85
+    transition = transition_matrix(n, np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([weight] * 2))
+    for restart in (np.ones(n), np.array([1.0, 0, 0, 0, 0])):
+        teleport = restart / restart.sum()
+        # r = alpha (M r + r_dangling * teleport) + (1 - alpha) teleport, solved directly
+        matrix = transition.toarray() + np.outer(teleport, np.arange(n) == 4)
+        expected = np.linalg.solve(np.eye(n) - alpha * matrix, (1 - alpha) * teleport)
+        found = pagerank(transition, restart, alpha, iterations=200, tolerance=1e-12)
+        assert np.allclose(found, expected, atol=1e-9) and abs(found.sum() - 1) < 1e-9
