@@ -183,7 +183,9 @@ def build_graph(
     only removes documents: then every concept is one the previous graph already had, with its vector).
     """
     vocabulary = sorted({key for pairs in phrases.values() for key, _ in pairs})
-    names_of = display_names(pair for pairs in phrases.values() for pair in pairs)
+    # Documents in id order, not arrival order: a tie between two surface forms must not go one way in a local run
+    # and the other in a parallel one.
+    names_of = display_names(pair for doc in sorted(phrases) for pair in phrases[doc])
     matcher = ConceptMatcher(vocabulary)
 
     sentences = catalog.chunks_of_level("narrow")

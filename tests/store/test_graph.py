@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from granrag_mcp.errors import StoreCorruptError
+from granrag_mcp.levels import FINEST
 from granrag_mcp.store.concepts import ConceptMatcher, concept_key
 from granrag_mcp.store.graph import GRAPH_FILE, MIN_FREQUENCY, PHRASES_FILE, write_generation_graph
-from granrag_mcp.store.store import Snapshot
+from granrag_mcp.store.store import Snapshot, vector_file
+from granrag_mcp.store.vector_index import VectorIndex
 from tests import graph_corpus
 from tests.fakes import FakeEmbedder
 from tests.helpers import index
@@ -159,3 +161,24 @@ def test_pagerank_solves_the_pagerank_equation_with_dangling_concepts() -> None:
         expected = np.linalg.solve(np.eye(n) - alpha * matrix, (1 - alpha) * teleport)
         found = pagerank(transition, restart, alpha, iterations=200, tolerance=1e-12)
         assert np.allclose(found, expected, atol=1e-9) and abs(found.sum() - 1) < 1e-9
+
+
+def test_display_names_do_not_depend_on_the_order_documents_arrive_in(store: Path) -> None:
+    from granrag_mcp.store.graph import build_graph, read_phrases
+
+    snapshot = Snapshot.open(store)
+    phrases = read_phrases(snapshot.folder)
+    assert phrases is not None and len(phrases) >= 2
+    docs = sorted(phrases)
+    # "lubricant" named two ways, once each: a tie that only the documents' order can break
+    tied = {doc: [(k, s) for k, s in phrases[doc] if k != "lubricant"] for doc in docs}
+    tied[docs[0]].append(("lubricant", "Lubricant (first)"))
+    tied[docs[-1]].append(("lubricant", "lubricant (last)"))
+
+    sentences = VectorIndex.read(snapshot.folder / vector_file(FINEST))
+    dimension = snapshot.manifest.identity.dimension
+    names = [
+        build_graph(snapshot.catalog, dict(order), sentences.reconstruct, None, dimension).names.tolist()
+        for order in ([(d, tied[d]) for d in docs], [(d, tied[d]) for d in reversed(docs)])
+    ]
+    assert names[0] == names[1]
