@@ -30,6 +30,9 @@ ProgressCallback = Callable[[int, int], None]  # (texts done, texts total)
 TokenReducer = Callable[[np.ndarray], np.ndarray]  # one text's float32 token vectors -> what the caller keeps
 QUERY_CACHE_SIZE = 256  # single texts (queries) whose vectors are kept: agents repeat queries across tools
 BATCH_TOKENS = 4096  # padded word pieces per batch: short sentences go in big batches, long windows in small ones
+MAX_PADDING = 1.15
+"""A batch closes before its padded size passes this many times its texts' own word pieces: where lengths are
+sparse (one document's sentences, batched on their own) the longest text would otherwise pad the whole batch."""
 
 
 class Embedder(Protocol):
@@ -113,11 +116,16 @@ def plan_batches(
         ]
     batches: list[list[int]] = []
     current: list[int] = []
+    real = 0  # word pieces of the texts in `current`, before padding
     for index in sorted(range(len(lengths)), key=lambda i: lengths[i]):
-        if current and (len(current) >= max_texts or (len(current) + 1) * lengths[index] > max_tokens):
+        padded = (len(current) + 1) * lengths[index]
+        if current and (
+            len(current) >= max_texts or padded > max_tokens or padded > MAX_PADDING * (real + lengths[index])
+        ):
             batches.append(current)
-            current = []
+            current, real = [], 0
         current.append(index)
+        real += lengths[index]
     if current:
         batches.append(current)
     return batches
