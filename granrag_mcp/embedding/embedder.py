@@ -13,10 +13,11 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from granrag_mcp.errors import ModelLoadError
 from granrag_mcp.settings import DEFAULT_MODEL, Precision, offline_models
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 ProgressCallback = Callable[[int, int], None]  # (texts done, texts total)
@@ -252,23 +254,43 @@ class SentenceTransformerEmbedder:
     def _forward(self, texts: list[str]) -> np.ndarray:
         """One batch through the model; cheaper per call than sentence-transformers' `encode`, which matters for
         single queries."""
-        torch = self._torch
         with self._lock:
             features = self._encoder.features(texts)
-        half = torch.float16 if self.precision == "fp16" else torch.bfloat16
-        with torch.inference_mode(), torch.autocast(self._device_type, half, enabled=self.precision != "fp32"):
+        with self._inference():
             vectors = self._encoder.pooled(features)
         return normalise(vectors.float().cpu().numpy())
 
     def _forward_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         """`_forward`, and from the same forward each text's inner token vectors (float32)."""
-        torch = self._torch
         with self._lock:
             features = self._encoder.features(texts)
-        half = torch.float16 if self.precision == "fp16" else torch.bfloat16
-        with torch.inference_mode(), torch.autocast(self._device_type, half, enabled=self.precision != "fp32"):
+        with self._inference():
             vectors, tokens, mask = self._encoder.pooled_and_tokens(features)
         return normalise(vectors.float().cpu().numpy()), inner_tokens(tokens.float().cpu().numpy(), mask.cpu().numpy())
+
+    @contextmanager
+    def _inference(self) -> Iterator[None]:
+        """Inference mode, with the matrix products in the precision's half type unless it is fp32."""
+        torch = self._torch
+        half = torch.float16 if self.precision == "fp16" else torch.bfloat16
+        with torch.inference_mode(), torch.autocast(self._device_type, half, enabled=self.precision != "fp32"):
+            yield
+
+    def _each_batch(
+        self,
+        distinct: list[str],
+        batches: list[list[int]],
+        progress: ProgressCallback | None,
+        forward: Callable[[list[str]], T],
+    ) -> Iterator[tuple[list[int], T]]:
+        """(rows, `forward` of their texts) for each batch in order, `workers` batches at a time, with progress."""
+        done = 0
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
+            for batch, result in zip(batches, pool.map(lambda rows: forward([distinct[i] for i in rows]), batches)):
+                yield batch, result
+                done += len(batch)
+                if progress is not None:
+                    progress(done, len(distinct))
 
     def _plan(
         self, texts: list[str], groups: Sequence[Hashable] | None
@@ -302,19 +324,14 @@ class SentenceTransformerEmbedder:
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
         tokens: list[np.ndarray] = [np.zeros(0)] * len(distinct)
 
-        def run(rows: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
-            batch_vectors, batch_tokens = self._forward_tokens([distinct[i] for i in rows])
+        def forward(batch_texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+            batch_vectors, batch_tokens = self._forward_tokens(batch_texts)
             return batch_vectors, [reduce(t) for t in batch_tokens]
 
-        done = 0
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
-            for batch, (batch_vectors, batch_tokens) in zip(batches, pool.map(run, batches)):
-                vectors[batch] = batch_vectors
-                for row, kept in zip(batch, batch_tokens):
-                    tokens[row] = kept
-                done += len(batch)
-                if progress is not None:
-                    progress(done, len(distinct))
+        for batch, (batch_vectors, batch_tokens) in self._each_batch(distinct, batches, progress, forward):
+            vectors[batch] = batch_vectors
+            for row, kept in zip(batch, batch_tokens):
+                tokens[row] = kept
         return vectors[rows], [tokens[row] for row in rows]
 
     def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -345,15 +362,8 @@ class SentenceTransformerEmbedder:
         # the rows are put back in the caller's order afterwards.
         distinct, batches, rows = self._plan(texts, groups)
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
-        done = 0
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(batches))) as pool:
-            for batch, batch_vectors in zip(
-                batches, pool.map(lambda batch: self._forward([distinct[i] for i in batch]), batches)
-            ):
-                vectors[batch] = batch_vectors
-                done += len(batch)
-                if progress is not None:
-                    progress(done, len(distinct))
+        for batch, batch_vectors in self._each_batch(distinct, batches, progress, self._forward):
+            vectors[batch] = batch_vectors
         return vectors[rows]
 
     def _embed_one(self, text: str) -> np.ndarray:
