@@ -27,7 +27,7 @@ from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
 from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
-from granrag_mcp.indexing.semantic_chunking import semantic_documents_with_tokens
+from granrag_mcp.indexing.semantic_chunking import semantic_documents
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
@@ -272,7 +272,7 @@ def _index_with_base(
             projection = token_projection(base, embedder, dimension, token_dims)
         if chunking.chunker == "semantic":
             with clock.stage("chunk"):  # embeds the sentences, which the finest level then keeps
-                semantic = semantic_documents_with_tokens(
+                semantic = semantic_documents(
                     [(d.source.doc_id, d.text) for d in new_docs],
                     tokenizer,
                     chunking,

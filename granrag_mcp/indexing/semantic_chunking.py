@@ -169,24 +169,11 @@ def semantic_documents(
     settings: ChunkSettings,
     embedder: Embedder,
     progress: ProgressCallback | None = None,
-) -> list[tuple[list[ChunkSpan], np.ndarray]]:
-    """(spans, sentence vectors in narrow order) per (doc_id, text); all sentences embedded in one run."""
-    return [
-        (spans, vectors)
-        for spans, vectors, _ in semantic_documents_with_tokens(documents, tokenizer, settings, embedder, progress)
-    ]
-
-
-def semantic_documents_with_tokens(
-    documents: Sequence[tuple[str, str]],
-    tokenizer: Tokenizer,
-    settings: ChunkSettings,
-    embedder: Embedder,
-    progress: ProgressCallback | None = None,
     token_reduce: TokenReducer | None = None,
 ) -> list[tuple[list[ChunkSpan], np.ndarray, list[np.ndarray] | None]]:
-    """`semantic_documents`, and with `token_reduce` each document's sentences' reduced token vectors, from the
-    forwards that embedded the sentences (the embedder must give token vectors)."""
+    """(spans, sentence vectors in narrow order, token vectors) per (doc_id, text); all sentences embedded in one
+    run. With `token_reduce`, the token vectors are each sentence's reduced ones, from the forwards that embedded
+    the sentences (the embedder must give token vectors); without, None."""
     plans = [plan_document(text, tokenizer, settings) for _, text in documents]
     return cut_planned(documents, plans, settings, embedder, progress, token_reduce)
 
@@ -199,7 +186,7 @@ def cut_planned(
     progress: ProgressCallback | None = None,
     token_reduce: TokenReducer | None = None,
 ) -> list[tuple[list[ChunkSpan], np.ndarray, list[np.ndarray] | None]]:
-    """`semantic_documents_with_tokens` after planning: a parallel engine plans on its CPU tasks and cuts where the
+    """`semantic_documents` after planning: a parallel engine plans on its CPU tasks and cuts where the
     model is.
 
     A document's cut depends on its own sentence vectors alone, and those on its own sentences alone, so any

@@ -90,7 +90,8 @@ def test_overrides_pick_the_percentile_by_path_and_bad_ones_are_refused():
 
 def test_mids_follow_the_topics_and_nest_their_sentences():
     text = "\n\n".join(TOPICS)
-    [(spans, vectors)] = semantic_documents([("doc.md", text)], get_tokenizer(), SEMANTIC, FakeEmbedder())
+    [(spans, vectors, tokens)] = semantic_documents([("doc.md", text)], get_tokenizer(), SEMANTIC, FakeEmbedder())
+    assert tokens is None  # none asked for
     mids = [s for s in spans if s.level == "mid"]
     narrow = [s for s in spans if s.level == "narrow"]
     assert len(vectors) == len(narrow)
