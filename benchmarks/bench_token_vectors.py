@@ -28,24 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 import squad_corpus  # noqa: E402
-from bench_tools import call, server_params  # noqa: E402
+from bench_tools import call, ensure_store, server_params  # noqa: E402
 
 
-def ensure_store(store: Path, squad: Path, copies: int, tokens: bool) -> float | None:
+def index_seconds(store: Path, squad: Path, copies: int, tokens: bool) -> float | None:
     """Index the corpus into `store` unless it holds an index; the seconds it took."""
-    from granrag_mcp.engine import run_index
-    from granrag_mcp.settings import Settings
-    from granrag_mcp.store.store import read_current
-
-    if read_current(store) is not None:
-        return None
-    documents, _ = squad_corpus.load(squad)
-    documents = squad_corpus.with_reordered_copies(documents, copies)
-    with tempfile.TemporaryDirectory(prefix="granrag-bench-corpus-") as tmp:
-        squad_corpus.write(documents, Path(tmp))
-        began = time.perf_counter()
-        run_index([Path(tmp)], Settings(store=store, log_level="WARNING", token_vectors=tokens), quiet=True)
-    return round(time.perf_counter() - began, 1)
+    began = time.perf_counter()
+    indexed = ensure_store(store, squad, copies, token_vectors=tokens)
+    return round(time.perf_counter() - began, 1) if indexed is not None else None
 
 
 def token_size(store: Path) -> dict[str, Any]:
@@ -106,7 +96,7 @@ def main() -> None:
 
     stores = {"with token vectors": args.stores_dir / "tokens", "without": args.stores_dir / "plain"}
     indexing = {
-        name: ensure_store(store, args.squad, args.copies, tokens=name != "without") for name, store in stores.items()
+        name: index_seconds(store, args.squad, args.copies, tokens=name != "without") for name, store in stores.items()
     }
     _, every = squad_corpus.load(args.squad)
     questions = list(dict.fromkeys(q.question.strip() for q in squad_corpus.sample(every, args.calls + 10, seed=0)))

@@ -54,7 +54,8 @@ def granrag_command() -> str:
     return str(found) if found.exists() else (shutil.which("granrag-mcp") or "granrag-mcp")
 
 
-def ensure_store(store: Path, squad: Path, copies: int) -> dict[str, Any] | None:
+def ensure_store(store: Path, squad: Path, copies: int, **settings: Any) -> dict[str, Any] | None:
+    """Index the corpus into `store` (with these settings on top of the defaults) unless it holds an index."""
     from granrag_mcp.store.store import read_current
 
     if read_current(store) is not None:
@@ -67,7 +68,7 @@ def ensure_store(store: Path, squad: Path, copies: int) -> dict[str, Any] | None
     with tempfile.TemporaryDirectory(prefix="granrag-bench-corpus-") as tmp:
         squad_corpus.write(documents, Path(tmp))
         print(f"[bench_tools] indexing the SQuAD-A corpus into {store} ...", file=sys.stderr)
-        summary = run_index([Path(tmp)], Settings(store=store, log_level="WARNING"), quiet=True)
+        summary = run_index([Path(tmp)], Settings(store=store, log_level="WARNING", **settings), quiet=True)
     return {"indexed": True, "seconds": summary.seconds}
 
 
