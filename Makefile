@@ -9,8 +9,12 @@ STAMP := $(VENV)/.installed
 INSPECTOR_VERSION := 2.12.0
 INSPECTOR := .tools/inspector
 INSPECTOR_STAMP := $(INSPECTOR)/.installed-$(INSPECTOR_VERSION)
+# The official MCP Bundle CLI, pinned, beside it: tests/test_mcpb.py validates and packs packaging/mcpb/ with it.
+MCPB_VERSION := 2.1.2
+MCPB := .tools/mcpb
+MCPB_STAMP := $(MCPB)/.installed-$(MCPB_VERSION)
 
-.PHONY: run serve-http test test-slow install clean-store
+.PHONY: run serve-http test test-slow install clean-store dist mcpb
 
 # Recipes are silent and their output goes to stderr: `make run` is a stdio MCP server, whose stdout carries
 # nothing but protocol messages.
@@ -30,7 +34,14 @@ $(INSPECTOR_STAMP):
 		else echo "MCP Inspector not installed (npm failed): its test will skip" >&2; fi; \
 	else echo "npm not found: MCP Inspector not installed, its test will skip" >&2; fi
 
-install: $(STAMP) $(INSPECTOR_STAMP)
+$(MCPB_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		if npm install --prefix $(MCPB) --no-audit --no-fund --loglevel=error \
+			@anthropic-ai/mcpb@$(MCPB_VERSION) >&2; then touch $@; \
+		else echo "mcpb not installed (npm failed): its test will skip" >&2; fi; \
+	else echo "npm not found: mcpb not installed, its test will skip" >&2; fi
+
+install: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP)
 
 run: $(STAMP)
 	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --index-if-empty docs
@@ -38,10 +49,17 @@ run: $(STAMP)
 serve-http: $(STAMP)
 	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --index-if-empty docs --transport http
 
+# tests/test_packaging.py builds the sdist and wheel and installs the wheel in a new venv; these targets keep them.
+dist: $(STAMP)
+	$(BIN)/python -m build --outdir dist
+
+mcpb: $(MCPB_STAMP)
+	$(MCPB)/node_modules/.bin/mcpb pack packaging/mcpb dist/granrag-mcp.mcpb
+
 # Lint, types, the suite, then the embedding and server paths again with torch, oneDNN and FAISS held to AVX2: the
 # fp32 path a CPU without AVX-512 takes (precision `auto` resolves to fp32 there), exercised on any machine.
 AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 FAISS_OPT_LEVEL=avx2
-test: $(STAMP) $(INSPECTOR_STAMP)
+test: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP)
 	$(BIN)/ruff check granrag_mcp tests benchmarks
 	$(BIN)/ruff format --check granrag_mcp tests benchmarks
 	$(BIN)/mypy

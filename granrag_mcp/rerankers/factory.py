@@ -18,10 +18,10 @@ log = logging.getLogger(__name__)
 def load_reranker(spec: str, embedder: Embedder, cross_encoder_model: str = DEFAULT_CROSS_ENCODER) -> Reranker:
     """Build the reranker a setting asks for.
 
-    "auto": the cross-encoder if its weights are available locally, else the sentence-window fallback
-    (with a warning). "embedding": the sentence-window fallback. "embedding-windows": the fallback that embeds
-    each passage's windows. "cross-encoder": `cross_encoder_model`, failing
-    if it cannot be loaded. Anything else: a cross-encoder name or local path.
+    "auto": the cross-encoder if its weights are available locally, else the sentence-window fallback (logged at
+    INFO: the fallback is the documented default, not a fault). "embedding": the sentence-window fallback.
+    "embedding-windows": the fallback that embeds each passage's windows. "cross-encoder": `cross_encoder_model`,
+    failing if it cannot be loaded. Anything else: a cross-encoder name or local path.
     """
     if spec == "embedding":
         return SentenceWindowReranker(embedder)
@@ -35,7 +35,7 @@ def load_reranker(spec: str, embedder: Embedder, cross_encoder_model: str = DEFA
                 raise ModelLoadError(f"{cross_encoder_model!r} is neither a local path nor in the Hugging Face cache")
             return CrossEncoderReranker(cross_encoder_model)
         except ModelLoadError as exc:
-            log.warning(
+            log.info(
                 "cross-encoder %r is not available locally; reranking with the embedding fallback (%s)",
                 cross_encoder_model,
                 embedder.name,
