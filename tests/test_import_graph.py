@@ -13,23 +13,24 @@ PACKAGE = Path(granrag_mcp.__file__).parent
 ROOT = PACKAGE.name
 
 KNOWN_CYCLES: set[frozenset[str]] = {
-    # Owned by other changes in flight; each is removed once its split lands.
+    # Cycles left where the server's state and the candidate ranker are not split yet: remove an entry once it
+    # no longer appears (test_no_known_cycles_left then passes).
     frozenset({"server.state", "server.library_watch", "server.resources"}),
     frozenset({"retrieval.candidate_ranker", "retrieval.view"}),
 }
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(package).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join([ROOT, *parts])
+    return ".".join([package.name, *parts])
 
 
-def imported_modules(path: Path, modules: set[str]) -> set[str]:
-    """The package modules `path` imports anywhere in its body; `from package import module` counts as the
-    module, `from module import name` as the module."""
-    name = module_name(path)
+def imported_modules(path: Path, modules: set[str], package_dir: Path = PACKAGE) -> set[str]:
+    """The package modules `path` imports anywhere in its body, function bodies included; `from package import
+    module` counts as the module, `from module import name` as the module, relative imports resolved."""
+    name = module_name(path, package_dir)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -47,13 +48,12 @@ def imported_modules(path: Path, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules and m != name}
 
 
-def import_graph() -> dict[str, set[str]]:
-    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, as written in its code (a package's __init__, which Python
+    runs first, is counted only where a module names the package)."""
+    paths = {module_name(p, package): p for p in package.rglob("*.py")}
     modules = set(paths)
-    graph = {name: imported_modules(path, modules) for name, path in paths.items()}
-    # Importing `a.b.c` runs `a/__init__` and `a/b/__init__` first, but a package's own __init__ is not a
-    # dependency of its modules in the sense that matters here: count only the edges written in the code.
-    return graph
+    return {name: imported_modules(path, modules, package) for name, path in paths.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -99,14 +99,25 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def short(component: list[str]) -> frozenset[str]:
+    """A cycle's modules without the package's name, as KNOWN_CYCLES lists them."""
     return frozenset(m.removeprefix(f"{ROOT}.") for m in component)
 
 
 def test_the_graph_sees_function_local_and_relative_imports(tmp_path: Path) -> None:
-    graph = import_graph()
-    # engine imports the index pipeline only inside run_index, and the embedding package re-exports by name.
-    assert "granrag_mcp.indexing.pipeline" in graph["granrag_mcp.engine"]
-    assert graph["granrag_mcp"] <= set(graph)
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\nfrom .sub.c import thing\n")
+    (package / "b.py").write_text("def late():\n    from pkg.sub import c\n")
+    (package / "sub" / "c.py").write_text("def later():\n    from .. import a\n\nthing = 1\n")
+    graph = import_graph(package)
+    assert graph["pkg.a"] == {"pkg", "pkg.b", "pkg.sub.c"}
+    assert graph["pkg.b"] == {"pkg.sub", "pkg.sub.c"}
+    assert graph["pkg.sub.c"] == {"pkg", "pkg.a"}
+    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c"]]
+    # In the real package: engine imports the index pipeline only inside run_index.
+    assert "granrag_mcp.indexing.pipeline" in import_graph()["granrag_mcp.engine"]
 
 
 def test_cycles_are_found_in_a_made_up_graph() -> None:
@@ -120,7 +131,10 @@ def test_no_import_cycles() -> None:
     assert not new, f"import cycles: {new}"
 
 
-@pytest.mark.xfail(reason="server.state -> library_watch -> resources and candidate_ranker <-> view: split elsewhere")
+@pytest.mark.xfail(
+    reason="server.state -> library_watch -> resources -> state and retrieval.candidate_ranker <-> view remain",
+    strict=False,
+)
 def test_no_known_cycles_left() -> None:
     found = {short(c) for c in cycles(import_graph())}
     assert not found & KNOWN_CYCLES
