@@ -182,6 +182,24 @@ class _IndexRun:
         chunks, next_id = assign_ids(new_docs, next_id)
         vectors, token_rows = self._vectors(new_docs, chunks, parallel_done, identity.dimension)
 
+        summary.generation = self._commit(new_docs, removed, chunks, vectors, token_rows, identity, next_id)
+        summary.committed = True
+        summary.new_chunks = {level: len(chunks[level]) for level in LEVELS}
+        return summary
+
+    def _commit(
+        self,
+        new_docs: list[NewDocument],
+        removed: list[str],
+        chunks: dict[Level, list[Chunk]],
+        vectors: dict[Level, np.ndarray],
+        token_rows: list[np.ndarray] | None,
+        identity: StoreIdentity,
+        next_id: int,
+    ) -> int:
+        """The hand-off: one new generation of the base's files with the changes, and the concept graph; its
+        number."""
+        base = self.base
         with new_generation(self.writer, base) as draft:
             with self.clock.stage("index"):
                 counts = write_indexes(
@@ -205,10 +223,7 @@ class _IndexRun:
                     write_graph(draft, base, texts, names, identity.dimension, self.progress)
             with self.clock.stage("commit"):
                 draft.publish(identity, counts, next_id)
-        summary.generation = draft.number
-        summary.committed = True
-        summary.new_chunks = {level: len(chunks[level]) for level in LEVELS}
-        return summary
+        return draft.number
 
     def _diff(self, files: list[SourceFile], known: dict[str, str]) -> list[tuple[SourceFile, str]]:
         """The files whose bytes differ from the base's, with their hashes; the others are counted unchanged."""
