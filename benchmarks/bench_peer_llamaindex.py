@@ -108,7 +108,8 @@ def index_ours(corpus: Path, store: Path, precision: str = "auto") -> dict[str, 
 
 
 def evaluate_ours(store: Path, questions, strategies: list[str]) -> dict[str, Any]:
-    from granrag_mcp.engine import Engine, make_embedder
+    from granrag_mcp.embedding.factory import make_embedder
+    from granrag_mcp.engine import Engine
     from granrag_mcp.evaluation.metrics import first_hit_rank, summarise
     from granrag_mcp.evaluation.strategies import NEEDED, CachedEmbedder, MemoReranker, StrategyRunner, prime_reranker
     from granrag_mcp.rerankers import load_reranker

@@ -334,7 +334,7 @@ def startup_breakdown_child(store: Path, question: str) -> None:
 
     get_tokenizer(settings.tokenizer)
     step("tiktoken encoding + token byte lengths")
-    from granrag_mcp.engine import make_embedder
+    from granrag_mcp.embedding.factory import make_embedder
     from granrag_mcp.store.manifest import identity_for
 
     embedder = make_embedder(settings)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import squad_corpus  # noqa: E402
 
 from granrag_mcp.embedding import embedder as embedding  # noqa: E402
-from granrag_mcp.engine import make_embedder  # noqa: E402
+from granrag_mcp.embedding.factory import make_embedder  # noqa: E402
 from granrag_mcp.indexing.sentences import split_sentences  # noqa: E402
 from granrag_mcp.settings import Settings  # noqa: E402
 

@@ -44,7 +44,8 @@ def main() -> int:
     if args.cache.exists():
         data = Dataset.load(args.cache)
     else:
-        from granrag_mcp.engine import Engine, make_embedder
+        from granrag_mcp.embedding.factory import make_embedder
+        from granrag_mcp.engine import Engine
         from granrag_mcp.evaluation.strategies import CachedEmbedder
 
         settings = Settings(store=args.store, candidate_ranker="off")  # collecting needs no ranker

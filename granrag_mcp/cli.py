@@ -1,9 +1,6 @@
 """The `granrag-mcp` command: index, status, search, recover, serve.
 
 Heavy modules are imported inside the commands, after the arguments are parsed, so `--help` is instant.
-
-Longer than most modules because it holds every command's arguments in one parser; each command's work lives
-in the module it calls.
 """
 
 from __future__ import annotations
@@ -21,38 +18,11 @@ from pydantic import ValidationError
 from granrag_mcp import __version__
 from granrag_mcp.cli_chunker import add_chunker_flags
 from granrag_mcp.errors import GranragError
+from granrag_mcp.indexing.formats import format_list
+from granrag_mcp.levels import FINEST, LEVELS, level_list
 from granrag_mcp.settings import offline_models
 
 log = logging.getLogger("granrag_mcp")
-
-_SETTING_FLAGS = {
-    "store": "store",
-    "model": "model",
-    "vector_mode": "vector_mode",
-    "broad_tokens": "broad_tokens",
-    "broad_overlap": "broad_overlap",
-    "mid_tokens": "mid_tokens",
-    "sentence_max_tokens": "sentence_max_tokens",
-    "chunker": "chunker",
-    "semantic_percentile": "semantic_percentile",
-    "semantic_overrides": "semantic_overrides",
-    "batch_size": "batch_size",
-    "embed_workers": "embed_workers",
-    "precision": "precision",
-    "device": "device",
-    "threads": "threads",
-    "token_vectors": "token_vectors",
-    "token_vector_dims": "token_vector_dims",
-    "reranker": "reranker",
-    "cross_encoder": "cross_encoder",
-    "transport": "transport",
-    "host": "host",
-    "port": "port",
-    "log_level": "log_level",
-    "allow_write": "allow_write",
-    "allowed_roots": "allowed_roots",
-    "graph": "graph",
-}
 
 
 def _add_store(parser: argparse.ArgumentParser) -> None:
@@ -95,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     index = add_command(
         "index",
         help="index files and folders (incremental)",
-        description="Index .txt, .md, .pdf, .html and .htm files (folders are walked recursively) into broad, mid "
-        "and narrow chunks with FAISS and BM25 indices. Re-running re-embeds only new or changed documents.",
+        description=f"Index {format_list('and')} files (folders are walked recursively) into {level_list('and')} "
+        "chunks with FAISS and BM25 indices. Re-running re-embeds only new or changed documents.",
     )
     index.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders to index")
     _add_store(index)
@@ -153,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query", help="what to look for")
     _add_store(search)
     _add_model(search)
-    search.add_argument("--level", choices=["broad", "mid", "narrow"], default="narrow", help="level (default narrow)")
+    search.add_argument("--level", choices=LEVELS, default=FINEST, help=f"level (default {FINEST})")
     search.add_argument("-k", type=int, default=5, help="number of hits (1-100, default 5)")
     search.add_argument("--lexical", action="store_true", help="fuse BM25 with the dense hits (RRF)")
     search.add_argument("--json", action="store_true", help="print hits as JSON")
@@ -166,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_store(recover)
 
-    from granrag_mcp.evaluation.command import add_eval_parser
+    from granrag_mcp.evaluation.arguments import add_eval_parser
 
     add_eval_parser(commands, parents=[common])
     serve = add_command(
@@ -208,11 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
 def load_settings(args: argparse.Namespace):
     from granrag_mcp.settings import Settings
 
-    overrides: dict[str, Any] = {}
-    for attribute, field in _SETTING_FLAGS.items():
-        value = getattr(args, attribute, None)
-        if value is not None:
-            overrides[field] = value
+    # Every flag that sets a setting is named after its field; the other flags are not fields.
+    overrides = {name: getattr(args, name) for name in Settings.model_fields if getattr(args, name, None) is not None}
     return Settings(**overrides)
 
 
@@ -305,7 +272,7 @@ def store_status(store: Path) -> dict[str, Any]:
             "generation": manifest.generation,
             "created_at": manifest.created_at,
             "documents": manifest.counts.get("documents", 0),
-            "chunks": {level: manifest.counts.get(level, 0) for level in ("broad", "mid", "narrow")},
+            "chunks": {level: manifest.counts.get(level, 0) for level in LEVELS},
             "model": manifest.identity.model,
             "dimension": manifest.identity.dimension,
             "vector_mode": manifest.identity.vector_mode,
@@ -326,7 +293,7 @@ def cmd_status(args: argparse.Namespace, settings) -> int:
     print(f"store       {status['store']}")
     print(f"generation  {status['generation']} (committed {status['created_at']})")
     print(f"documents   {status['documents']}")
-    print(f"chunks      broad {chunks['broad']}, mid {chunks['mid']}, narrow {chunks['narrow']}")
+    print("chunks      " + ", ".join(f"{level} {chunks[level]}" for level in LEVELS))
     print(f"model       {status['model']} (dimension {status['dimension']}, vectors: {status['vector_mode']})")
     print(f"tokenizer   {status['tokenizer']} {status['chunking']}")
     print(f"size        {status['size_bytes'] / 1e6:.1f} MB")

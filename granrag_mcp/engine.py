@@ -9,11 +9,8 @@ from typing import TYPE_CHECKING, Literal
 
 import faiss
 
-from granrag_mcp.embedding.embedder import (
-    Embedder,
-    SentenceTransformerEmbedder,
-    set_model_threads,
-)
+from granrag_mcp.embedding.embedder import Embedder, set_model_threads
+from granrag_mcp.embedding.factory import make_embedder
 from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
 from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
@@ -61,33 +58,12 @@ def run_index(
         parallel = RayStages(settings, address=ray_address)
     return index_paths(
         paths,
-        settings.store,
+        settings,
         embedder_factory=(lambda: embedder) if embedder is not None else (lambda: make_embedder(settings)),
-        tokenizer=get_tokenizer(settings.tokenizer),
-        chunking=settings.chunking,
-        vector_mode=settings.vector_mode,
-        model_name=settings.model,
         prune=prune,
         rebuild=rebuild,
         progress=progress or Progress(enabled=not quiet),
         parallel=parallel,
-        token_vector_dims=settings.token_vector_dims if settings.token_vectors else 0,
-        graph=settings.graph,
-    )
-
-
-def make_embedder(settings: Settings) -> Embedder:
-    from granrag_mcp.embedding.devices import batch_plan, resolve_device
-
-    device = resolve_device(settings.device)
-    plan = batch_plan(device, settings.batch_size, "batch_size" in settings.model_fields_set, settings.embed_workers)
-    return SentenceTransformerEmbedder(
-        settings.model,
-        batch_size=plan.texts,
-        precision=settings.precision,
-        workers=plan.workers,
-        device=device,
-        batch_tokens=plan.tokens,
     )
 
 
@@ -108,7 +84,7 @@ class Engine:
             )
         self.settings = settings
         # One thread by default: waking a thread pool costs more than one query's work, and concurrent calls
-        # already keep the cores busy (BENCHMARKS.md, "threads").
+        # already keep the cores busy.
         faiss.omp_set_num_threads(settings.threads)
         self.tokenizer = RememberedCounts(get_tokenizer(settings.tokenizer))
         self.embedder = embedder or make_embedder(settings)

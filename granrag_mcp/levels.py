@@ -60,3 +60,8 @@ def levels_above(level: Level) -> tuple[Level, ...]:
 def list_name(level: Level, index: Index) -> str:
     """The name of one ranked list in a fusion, such as ``narrow_dense``."""
     return f"{level}_{index}"
+
+
+def level_list(conjunction: str = "and") -> str:
+    """The level names for a message, coarsest first: "broad, mid and narrow"."""
+    return f"{', '.join(LEVELS[:-1])} {conjunction} {LEVELS[-1]}"

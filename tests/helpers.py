@@ -10,7 +10,6 @@ from granrag_mcp.levels import LEVELS
 from granrag_mcp.records import Chunk
 from granrag_mcp.settings import ChunkSettings, Settings
 from granrag_mcp.store.store import Snapshot
-from granrag_mcp.tokens import get_tokenizer
 from tests.fakes import FakeEmbedder
 
 SMALL_CHUNKS = ChunkSettings(broad_tokens=64, broad_overlap=16, mid_tokens=24, sentence_max_tokens=16, chunker="fixed")
@@ -54,28 +53,24 @@ def index(
     chunking: ChunkSettings = SMALL_CHUNKS,
     **options,
 ) -> IndexSummary:
+    """An index run with the fake embedder; `vector_mode`, `token_vector_dims` and `graph` set the settings, the
+    other options go to index_paths."""
     embedder = embedder or FakeEmbedder()
-    return index_paths(
+    fields: dict[str, Any] = {"store": store, "model": embedder.name, **chunking.model_dump()}
+    fields["vector_mode"] = options.pop("vector_mode", "mean")
+    if "graph" in options:
+        fields["graph"] = options.pop("graph")
+    token_dims = options.pop("token_vector_dims", 0)
+    if token_dims:
+        fields.update(token_vectors=True, token_vector_dims=token_dims)
+    return fake_index(
         [Path(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])],
-        store,
-        embedder_factory=lambda: embedder,
-        tokenizer=get_tokenizer(),
-        chunking=chunking,
-        vector_mode=options.pop("vector_mode", "mean"),
-        model_name=embedder.name,
+        Settings(**fields),
+        embedder,
         **options,
     )
 
 
 def fake_index(paths: list[Path], settings: Settings, embedder: FakeEmbedder, **options: Any) -> IndexSummary:
     """An index run as `granrag-mcp index` makes it from `settings`, with a fake embedder."""
-    return index_paths(
-        paths,
-        settings.store,
-        embedder_factory=lambda: embedder,
-        tokenizer=get_tokenizer(settings.tokenizer),
-        chunking=settings.chunking,
-        vector_mode=settings.vector_mode,
-        model_name=settings.model,
-        **{"graph": settings.graph, **options},
-    )
+    return index_paths(paths, settings, embedder_factory=lambda: embedder, **options)

@@ -1,9 +1,8 @@
 """A BERT encoder on torch alone, for the mean-pooling sentence models built on BERT (all-MiniLM-L6-v2 among them).
 
 Importing transformers (and sentence-transformers on top) and building their model takes longer than torch
-itself. Against sentence-transformers on the same CPU in fp32 (benchmarks/bench_encoder.py, its result in
-benchmarks/results/encoder.json) this runner reaches the first query vector in 62% less time and holds 26% less
-resident memory once loaded; a query's forward and batch throughput are about the same. A BERT encoder is a
+itself, so this runner reaches the first query vector sooner and holds less memory, with the same throughput
+(benchmarks/bench_encoder.py, its result in benchmarks/results/encoder.json). A BERT encoder is a
 short stack of standard layers, so for a checkpoint we can read completely (a `config.json` of model type "bert"
 with absolute positions and exact GELU, weights in `model.safetensors`, a `tokenizer.json`) it is built here from
 public torch layers; any other checkpoint goes to transformers. The vectors match transformers' to 1e-5
@@ -21,14 +20,13 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from granrag_mcp.embedding.encoders import mean_pool, sentence_texts
+from granrag_mcp.embedding.pooling import mean_pool, sentence_texts
 
 WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16
-"""A single text is padded (masked) to a multiple of this many tokens. torch keeps compiled kernels and heap
-blocks per input shape, so a process that embedded queries of every length from 1 to 249 tokens had grown by
-660 MiB (bf16); padded, by 44 MiB, for +0.1 ms a query (BENCHMARKS.md). Batches are not padded: it
-would cost indexing time, and after start-up the default server embeds queries only."""
+"""A single text is padded (masked) to a multiple of this many tokens, since torch keeps compiled kernels and heap
+blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md).
+Batches are not padded: it would cost indexing time, and after start-up the default server embeds queries only."""
 TOKENIZER = "tokenizer.json"
 
 

@@ -1,9 +1,6 @@
 """Dense embeddings: a small protocol and its sentence-transformers implementation.
 
 Vectors are float32 and L2-normalised, so inner product is cosine similarity.
-
-Longer than most modules because the embedder's two paths, vectors alone and vectors with the token vectors of
-the same forward, must batch, lock and cache alike, which is easiest to keep true side by side in one class.
 """
 
 from __future__ import annotations
@@ -193,9 +190,9 @@ def resolve_model_location(model: str) -> str:
 class SentenceTransformerEmbedder:
     """Any sentence-transformers model, by name (from the local cache) or local path.
 
-    With precision bf16 the matrix products run in bfloat16 (autocast); on CPUs with AVX512-BF16 that embeds
-    2-3x faster, and the vectors stay within cosine 0.9999 of fp32 (BENCHMARKS.md), so a store built in one
-    precision is searched correctly in the other. Batches of more than one text run `workers` at a time, each
+    With precision bf16 the matrix products run in bfloat16 (autocast), faster on CPUs with AVX512-BF16, and the
+    vectors stay close enough to fp32 (BENCHMARKS.md) that a store built in one precision is searched correctly
+    in the other. Batches of more than one text run `workers` at a time, each
     on one torch thread.
     """
 
@@ -238,8 +235,7 @@ class SentenceTransformerEmbedder:
         self.batch_tokens = batch_tokens
         self.workers = workers or usable_cores()
         if self.workers > 1:
-            # Batches run side by side, one per core, each on one thread: on a busy machine a torch thread pool
-            # that waits for its second thread is 2-3x slower than one thread (BENCHMARKS.md, "threads").
+            # Batches run side by side, one per core, each on one thread, so no torch thread pool waits for a core.
             torch.set_num_threads(1)
         # The embedder is called from many threads at once (tool calls, and its own batches side by side). A
         # Hugging Face fast tokenizer must not be used by two threads at once (its padding and truncation are

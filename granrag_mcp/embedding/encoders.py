@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from granrag_mcp.embedding.pooling import mean_pool, sentence_texts
+
 TRANSFORMER = "sentence_transformers.models.Transformer"
 POOLING = "sentence_transformers.models.Pooling"
 NORMALIZE = "sentence_transformers.models.Normalize"
@@ -74,18 +76,6 @@ class _HuggingFaceTokens:
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         encoded = self.tokenizer(text, return_offsets_mapping=True, add_special_tokens=False, verbose=False)
         return [tuple(offset) for offset in encoded["offset_mapping"]]
-
-
-def sentence_texts(texts: list[str], lower_case: bool) -> list[str]:
-    """Texts as sentence-transformers hands them to its transformer: stripped, lower-cased if the model says so."""
-    texts = [t.strip() for t in texts]
-    return [t.lower() for t in texts] if lower_case else texts
-
-
-def mean_pool(tokens: Any, attention_mask: Any) -> Any:
-    """Token vectors (torch) averaged over the attention mask, as sentence-transformers' Pooling does."""
-    mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
-    return (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
 
 
 def _quiet_transformers() -> None:

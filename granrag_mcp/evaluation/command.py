@@ -1,12 +1,6 @@
-"""The `granrag-mcp eval` command: retrieval quality of every strategy on a QA set, in one run.
+"""The `granrag-mcp eval` run: the QA set, the corpus in the store, every strategy on every question, the report.
 
-Wiring into cli.py: call `add_eval_parser(commands)` in `build_parser()` and map "eval" to `cmd_eval` in
-`main()`. The flags --store, --model, --vector-mode, --reranker, --cross-encoder and --batch-size use the
-attribute names of cli's `_SETTING_FLAGS`, so `load_settings(args)` turns them into Settings fields.
-Heavy modules are imported inside `cmd_eval`, so `--help` stays instant.
-
-Longer than most modules because it is one command: its arguments, the store it builds or reuses, the run
-and the report.
+Its arguments are in `arguments.py`. Heavy modules are imported inside `cmd_eval`, so `--help` stays instant.
 """
 
 from __future__ import annotations
@@ -23,180 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from granrag_mcp.evaluation.arguments import strategy_list
+from granrag_mcp.levels import FINEST, LEVELS, parent_of
+
 log = logging.getLogger("granrag_mcp.evaluation")
-
-STRATEGY_NOTES = {
-    "Base": "broad dense index only (`View.search`, level broad); mid column: the mid dense index (level mid).",
-    "C2P": "narrow, mid and broad dense hits mapped to their broad ancestor and merged by max score; mid column: "
-    "narrow and mid hits mapped to mid, the top broad hits to their best-matching mid descendant, max score.",
-    "S2P": "sentence (narrow) dense hits mapped to their broad (mid) ancestors, in order of first occurrence.",
-    "Union": "`View.search_union(k=10)` (broad + sentences, what a caller asking for 10 hits gets): a sentence "
-    "counts as its broad ancestor; mid column: a sentence counts as its mid parent, a broad hit as its "
-    "best-matching mid descendant. Not over-fetched: a deeper call changes the head of the list.",
-    "RRF": "`View.search_rrf(k=10)` (dense + BM25 over the broad and narrow levels, lists 30 deep), level broad / "
-    "level mid.",
-    "HRR": "`View.hrr_search` (30 sentences and 10 mids, 20 mid candidates reranked, mapped to broad parents); "
-    "mid column: the reranked mid candidates.",
-}
-
-DESCRIPTION = """\
-Measure retrieval quality on a QA set: for every strategy (Base, C2P, S2P, Union, RRF, HRR), the hit rate
-HR@k and mean reciprocal rank MRR@k (k = 1, 3, 5, 10) at the broad and at the mid level. A question hits at a
-level when a returned chunk of that level is in the answer's document and contains the answer's first
-character. All strategies run through the same retrieval core as the MCP tools, and each question is
-embedded once.
-
-With --squad FILE the corpus (one document per article, <title>.txt, paragraphs joined by a blank line) is
-indexed into --store first when the store does not hold it yet, so the whole evaluation is one command.
-With --qa FILE.jsonl the store must already hold the documents the questions name.
-
-When the store has a concept graph, a second table compares the graph tools with flat search on questions
-built from the corpus itself (docs/evaluation.md): bridge questions ("How is A connected to B?", two concepts
-that never share a sentence) and one overview question per document; --skip-graph leaves it out.
-
-The table goes to stdout; a report folder (--out) receives report.md, metrics.json, per_query.jsonl and a
-PNG chart of the broad-level metrics. Progress goes to stderr.
-"""
-
-EPILOG = """\
-examples:
-  granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store
-  granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store --sample 500 --seed 1
-  granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store-windows --vector-mode windows
-  granrag-mcp eval --qa questions.jsonl --store ./index_store --strategies base,rrf,hrr --skip-graph
-
-JSONL lines: {"question": "...", "doc_id": "<document id in the store>", "answer_start": 120,
-"answer_end": 134} (character offsets into the document text; optional "id" and "answer" fields, the
-answer text being checked against the document).
-"""
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
-
-
-def _strategy_list(value: str) -> list[str]:
-    from granrag_mcp.evaluation.strategies import parse_strategies
-
-    try:
-        return parse_strategies(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_eval_parser(
-    subparsers: argparse._SubParsersAction,
-    parents: list[argparse.ArgumentParser] = (),  # type: ignore[assignment]
-) -> argparse.ArgumentParser:
-    """Add the "eval" command to the `granrag-mcp` subcommands and return its parser."""
-    parser = subparsers.add_parser(
-        "eval",
-        parents=list(parents),
-        help="measure retrieval quality (HR@k, MRR@k) on a SQuAD or JSONL QA set",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--squad",
-        type=Path,
-        metavar="FILE",
-        help="QA set in SQuAD JSON format; its articles are indexed into --store if needed",
-    )
-    source.add_argument(
-        "--qa",
-        type=Path,
-        metavar="FILE.jsonl",
-        help="QA set as JSONL (question, doc_id, answer_start, answer_end per line) over the "
-        "documents already in --store",
-    )
-    parser.add_argument(
-        "--store",
-        type=Path,
-        help="index store folder (env GRANRAG_STORE, default ./index_store); "
-        "with --squad use a dedicated one: the corpus is added to it",
-    )
-    parser.add_argument("--model", help="sentence-transformers model name or local path (env GRANRAG_MODEL)")
-    parser.add_argument(
-        "--vector-mode",
-        choices=["mean", "truncate", "windows"],
-        help="how mid and broad vectors are formed (env GRANRAG_VECTOR_MODE, default mean); must "
-        "match the store, so each mode needs its own store",
-    )
-    parser.add_argument(
-        "--reranker",
-        help="reranker of HRR: auto, embedding, embedding-windows, cross-encoder, or a "
-        "cross-encoder name or local path (env GRANRAG_RERANKER, default auto)",
-    )
-    parser.add_argument("--cross-encoder", help="cross-encoder tried by --reranker auto (env GRANRAG_CROSS_ENCODER)")
-    parser.add_argument("--batch-size", type=int, help="most texts per embedding batch (default 256)")
-    from granrag_mcp.cli_chunker import add_chunker_flags
-
-    add_chunker_flags(parser)
-    parser.add_argument(
-        "--precision",
-        choices=["auto", "fp32", "bf16"],
-        help="embedding arithmetic (env GRANRAG_PRECISION, default auto)",
-    )
-    parser.add_argument("--out", type=Path, metavar="DIR", help="report folder (default reports/eval-<timestamp>)")
-    parser.add_argument(
-        "--sample",
-        type=_positive_int,
-        metavar="N",
-        help="evaluate a random sample of N questions (default: all; use all for published numbers)",
-    )
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of --sample (default 0)")
-    parser.add_argument(
-        "--articles",
-        type=_positive_int,
-        metavar="N",
-        help="--squad only: use only the first N articles (corpus and questions)",
-    )
-    parser.add_argument(
-        "--corpus-dir",
-        type=Path,
-        metavar="DIR",
-        help="--squad only: write the corpus documents here and keep them (default: a temporary "
-        "folder, removed after indexing)",
-    )
-    parser.add_argument(
-        "--strategies",
-        type=_strategy_list,
-        metavar="LIST",
-        default="Base,C2P,S2P,Union,RRF,HRR",
-        help="comma-separated strategies to run (default all: Base,C2P,S2P,Union,RRF,HRR)",
-    )
-    parser.add_argument(
-        "--fit-ranker",
-        action="store_true",
-        help="fit the candidate ranker on these questions instead of the strategy table; the store "
-        "carries it if its cross-validated MRR@5 beats the shipped ranker's (needs scikit-learn)",
-    )
-    parser.add_argument(
-        "--skip-graph",
-        action="store_true",
-        help="skip the concept graph's bridge and overview questions (run by default when the store has a graph)",
-    )
-    parser.add_argument(
-        "--bridge-questions",
-        type=_positive_int,
-        default=200,
-        metavar="N",
-        help="bridge questions built from the concept graph (default 200)",
-    )
-    parser.add_argument(
-        "--no-chart", action="store_true", help="skip the PNG chart (it needs matplotlib, the 'eval' extra)"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    return parser
-
 
 # --- the run -----------------------------------------------------------------------------------------------
 
@@ -263,8 +87,8 @@ def _ensure_corpus(documents: dict[str, str], settings, args: argparse.Namespace
 
 
 def _single_threaded_faiss() -> int | None:
-    """One query at a time: FAISS's OpenMP threads cost more than they save (measured 8-16 ms instead of 0.3 ms
-    per flat search of 5,472 vectors on 2 cores). The results are identical; returns the previous setting."""
+    """One thread for FAISS while questions run one at a time, since waking its thread pool costs more than one
+    search's work (the results are the same); returns the previous setting."""
     try:
         import faiss
     except ImportError:  # pragma: no cover - faiss is a dependency
@@ -303,7 +127,8 @@ def _graph_questions(view, tokens, n_bridges: int, seed: int, progress, notes: l
 
 
 def cmd_eval(args: argparse.Namespace, settings) -> int:
-    from granrag_mcp.engine import Engine, make_embedder
+    from granrag_mcp.embedding.factory import make_embedder
+    from granrag_mcp.engine import Engine
     from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
     from granrag_mcp.evaluation.metrics import first_hit_rank
     from granrag_mcp.evaluation.qa import (
@@ -316,6 +141,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     from granrag_mcp.evaluation.strategies import (
         EVAL_LEVELS,
         NEEDED,
+        STRATEGY_NOTES,
         CachedEmbedder,
         MemoReranker,
         StrategyRunner,
@@ -331,7 +157,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     began = time.perf_counter()
     timings: dict[str, float] = {}
     progress = Progress(enabled=not args.quiet, interval=2.0)
-    strategies = args.strategies if isinstance(args.strategies, list) else _strategy_list(args.strategies)
+    strategies = args.strategies if isinstance(args.strategies, list) else strategy_list(args.strategies)
     if args.qa is not None and (args.articles or args.corpus_dir):
         raise InvalidInputError("--articles and --corpus-dir only apply to --squad")
     _check_chart_dependency(args)
@@ -399,9 +225,11 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     timings["embedding questions"] = time.perf_counter() - t
     if reranker is not None and uses_embedding_fallback(reranker):
         t = time.perf_counter()
-        mids = catalog.chunks_of_level("mid")
+        reranked = parent_of(FINEST)  # HRR reranks the chunks that hold its sentences
+        assert reranked is not None
+        mids = catalog.chunks_of_level(reranked)
         progress.message(
-            f"embedding the reranker's windows of all {len(mids)} mid chunks once for the whole run "
+            f"embedding the reranker's windows of all {len(mids)} {reranked} chunks once for the whole run "
             "(embedding fallback; this takes a few minutes on a small CPU)"
         )
         prime_reranker(reranker, [c.text for c in mids])
@@ -490,7 +318,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
             "path": str(settings.store),
             "generation": manifest.generation,
             "documents": n_docs,
-            "chunks": {level: manifest.counts.get(level, 0) for level in ("broad", "mid", "narrow")},
+            "chunks": {level: manifest.counts.get(level, 0) for level in LEVELS},
             "model": manifest.identity.model,
             "dimension": manifest.identity.dimension,
             "vector_mode": manifest.identity.vector_mode,

@@ -31,9 +31,6 @@ retrieval functions (which embed their query) find the vector already computed, 
 reranker's passage windows are embedded once for the whole run instead of once per question.
 `MemoReranker` remembers the scores of one question, so the HRR mid list and `hrr_search` share one
 rerank.
-
-Longer than most modules because every strategy compared must share one question context and one
-hierarchy cache, so that they differ only in the technique.
 """
 
 from __future__ import annotations
@@ -63,6 +60,21 @@ DENSE_FETCH = 100  # first over-fetch of a dense list; doubled while too few dis
 UNION_K = NEEDED  # hits asked from search_union (see `union` for why no more)
 RRF_K = NEEDED  # hits asked from search_rrf, as an MCP caller asking for 10 (its lists are 30 deep)
 HRR_K = 50  # broad parents asked from hrr_search: all of them (at most rerank_n)
+
+STRATEGY_NOTES = {
+    "Base": "the broad dense index alone (`search_level`, level broad); mid column: the mid dense index.",
+    "C2P": "narrow, mid and broad dense hits mapped to their broad ancestor and merged by max score; mid column: "
+    "narrow and mid hits mapped to mid, the top broad hits to their best-matching mid descendant, max score.",
+    "S2P": "sentence (narrow) dense hits mapped to their broad (mid) ancestors, in order of first occurrence.",
+    "Union": "`search_union(k=10)` (broad + sentences, what a caller asking for 10 hits gets): a sentence counts as "
+    "its broad ancestor; mid column: a sentence counts as its mid parent, a broad hit as its best-matching mid "
+    "descendant. Not over-fetched: a deeper call changes the head of the list.",
+    "RRF": "`search_rrf(k=10)` (dense + BM25 over the broad and narrow levels, lists 30 deep), level broad / "
+    "level mid.",
+    "HRR": "`hrr_search` (30 sentences and 10 mids, 20 mid candidates reranked, mapped to broad parents); mid "
+    "column: the reranked mid candidates.",
+}
+"""What each strategy runs, for the report."""
 
 
 class CachedEmbedder:

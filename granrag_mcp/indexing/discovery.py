@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.formats import EXTRACTORS
 
 log = logging.getLogger(__name__)
-
-SUPPORTED_SUFFIXES = {".txt", ".md", ".pdf", ".html", ".htm"}
 
 # Never blocks on a FIFO and never makes a terminal the controlling one; the file type is checked once it is open.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
@@ -102,7 +101,7 @@ def discover(paths: Sequence[Path]) -> Discovery:
             continue
         for path, doc_id in _candidates(root, found.skipped):
             suffix = path.suffix.lower()
-            if suffix not in SUPPORTED_SUFFIXES:
+            if suffix not in EXTRACTORS:  # the formats' registry
                 found.unsupported.append(path)
             elif doc_id in taken:
                 log.warning("skipped %s: document id %r is already taken by %s", path, doc_id, taken[doc_id])

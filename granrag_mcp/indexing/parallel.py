@@ -12,22 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import ExtractionError
-from granrag_mcp.indexing.chunking import ChunkSettings, chunk_document
 from granrag_mcp.indexing.discovery import SourceFile
+from granrag_mcp.indexing.documents import NewDocument, assign_ids, chunk_text, embed_levels
 from granrag_mcp.indexing.extract import ExtractedText, extract_text
 from granrag_mcp.indexing.semantic_chunking import SentencePlan, cut_planned, plan_document
-from granrag_mcp.records import LEVELS, ChunkSpan, Level
-from granrag_mcp.store.manifest import VectorMode
+from granrag_mcp.levels import FINEST, LEVELS, Level
+from granrag_mcp.progress import Progress
+from granrag_mcp.records import ChunkSpan
+from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.tokens import Tokenizer
-
-if TYPE_CHECKING:
-    from granrag_mcp.progress import Progress
 
 
 @dataclass
@@ -62,10 +61,10 @@ def prepare_document(source: SourceFile, tokenizer: Tokenizer, chunking: ChunkSe
         extracted = extract_text(source)
     except ExtractionError as exc:
         return PreparedDocument(None, failure=exc.reason)
-    n_tokens = tokenizer.count(extracted.text)
+    spans, n_tokens = chunk_text(extracted.text, tokenizer, chunking)
     if chunking.chunker == "semantic":
         return PreparedDocument(extracted, n_tokens=n_tokens, plan=plan_document(extracted.text, tokenizer, chunking))
-    return PreparedDocument(extracted, spans=chunk_document(extracted.text, tokenizer, chunking), n_tokens=n_tokens)
+    return PreparedDocument(extracted, spans=spans, n_tokens=n_tokens)
 
 
 def embed_documents(
@@ -78,11 +77,8 @@ def embed_documents(
     """Fill in the vectors of a batch of prepared documents, in one embedding run over all their texts (so the
     model sees full batches), by the same code as the local engine. Planned (semantic) documents are cut here:
     their sentences are embedded, the mid boundaries placed, and the sentence vectors kept as the narrow ones."""
-    from granrag_mcp.indexing.pipeline import _assign_ids, _embed, _NewDocument
-    from granrag_mcp.progress import Progress
-
     docs = [
-        _NewDocument(source, p.extracted.content_hash, p.extracted.text, p.spans, p.n_tokens)
+        NewDocument(source, p.extracted.content_hash, p.extracted.text, p.spans, p.n_tokens)
         for source, p in zip(sources, prepared, strict=True)
         if p.extracted is not None
     ]
@@ -101,8 +97,8 @@ def embed_documents(
             doc.spans = p.spans = spans
             doc.sentence_vectors = sentence_vectors
             p.plan = None  # cut: the spans say it all, and the result travels back smaller
-    chunks, _ = _assign_ids(docs, 0)  # ids local to this batch: only the rows' order matters here
-    vectors, _ = _embed(docs, chunks, embedder, mode, Progress(enabled=False))
+    chunks, _ = assign_ids(docs, 0)  # ids local to this batch: only the rows' order matters here
+    vectors, _ = embed_levels(docs, chunks, embedder, mode, Progress(enabled=False))
     done = {level: 0 for level in LEVELS}
     for doc, p in zip(docs, kept, strict=True):
         for level in LEVELS:
@@ -123,6 +119,6 @@ def gather_vectors(prepared: Sequence[PreparedDocument], dimension: int) -> dict
 
 def dimension_of(prepared: Sequence[PreparedDocument]) -> int:
     for p in prepared:
-        if "narrow" in p.vectors:
-            return int(p.vectors["narrow"].shape[1])
+        if FINEST in p.vectors:
+            return int(p.vectors[FINEST].shape[1])
     return 0

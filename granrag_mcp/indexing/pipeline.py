@@ -1,13 +1,10 @@
-"""The index run: discover, extract, chunk, embed, and commit one new generation (incrementally).
-
-Longer than most modules because the incremental run is one transaction: discovery, extraction, chunking,
-embedding and the commit share its state, and splitting them would pass that state around.
+"""The index run, one transaction over the store: the changed documents found, read, chunked and embedded, then
+committed as one new generation (store/generation.py). A run that stops anywhere leaves the store as it was.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,39 +13,31 @@ from pathlib import Path
 
 import numpy as np
 
-from granrag_mcp.embedding.embedder import Embedder, gives_tokens
-from granrag_mcp.errors import (
-    ExtractionError,
-    InvalidInputError,
-    NoDocumentsError,
-)
-from granrag_mcp.indexing.chunk_vectors import level_vectors
-from granrag_mcp.indexing.chunking import chunk_document
+from granrag_mcp.embedding.embedder import Embedder
+from granrag_mcp.errors import ExtractionError, InvalidInputError, NoDocumentsError
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
+from granrag_mcp.indexing.documents import (
+    NewDocument,
+    assign_ids,
+    chunk_text,
+    embed_levels,
+    token_projection,
+    token_reducer,
+)
 from granrag_mcp.indexing.extract import extract_text
+from granrag_mcp.indexing.formats import format_list
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
 from granrag_mcp.indexing.semantic_chunking import semantic_documents
-from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
+from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.progress import Progress
-from granrag_mcp.records import Chunk, ChunkSpan
-from granrag_mcp.settings import ChunkSettings, VectorMode
-from granrag_mcp.store.catalog import Catalog, DocumentInfo
+from granrag_mcp.records import Chunk
+from granrag_mcp.settings import Settings
+from granrag_mcp.store.generation import Draft, first_free_chunk_id, new_generation, write_indexes
 from granrag_mcp.store.graph import has_graph
-from granrag_mcp.store.lexical import LexicalIndex
-from granrag_mcp.store.manifest import Manifest, StoreIdentity
-from granrag_mcp.store.store import (
-    CATALOG_FILE,
-    Snapshot,
-    carry_ranker,
-    check_identity,
-    current_generation,
-    lexical_file,
-    vector_file,
-)
-from granrag_mcp.store.token_vectors import TokenVectors, projection_for, quantise
-from granrag_mcp.store.vector_index import VectorIndex
+from granrag_mcp.store.manifest import StoreIdentity
+from granrag_mcp.store.store import Snapshot, check_identity, current_generation
 from granrag_mcp.store.writer import StoreWriter
-from granrag_mcp.tokens import Tokenizer
+from granrag_mcp.tokens import get_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -72,17 +61,6 @@ class IndexSummary:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass
-class _NewDocument:
-    source: SourceFile
-    content_hash: str
-    text: str
-    spans: list[ChunkSpan]
-    n_tokens: int
-    sentence_vectors: np.ndarray | None = None  # the semantic chunker's, kept as the narrow level's vectors
-    sentence_tokens: list[np.ndarray] | None = None  # with token vectors: the semantic chunker's, int8
-
-
 class _Stopwatch:
     """Adds the wall time of each stage to the summary."""
 
@@ -100,25 +78,17 @@ class _Stopwatch:
 
 def index_paths(
     paths: Sequence[Path],
-    store_root: Path,
+    settings: Settings,
     *,
     embedder_factory: Callable[[], Embedder],
-    tokenizer: Tokenizer,
-    chunking: ChunkSettings,
-    vector_mode: VectorMode,
-    model_name: str,
     prune: bool = False,
     rebuild: bool = False,
     progress: Progress | None = None,
     parallel: ParallelStages | None = None,
-    token_vector_dims: int = 0,
-    graph: bool = True,
 ) -> IndexSummary:
-    """Index `paths` into one new generation. `token_vector_dims`: store the sentences' token vectors reduced to
-    that many dimensions (0: only if the store has them already)."""
-    progress = progress or Progress(enabled=False)
-    summary = IndexSummary(store=Path(store_root))
-    clock = _Stopwatch(summary)
+    """Index `paths` into one new generation of `settings.store`, made as `settings` say (model, chunking, vector
+    mode, token vectors, graph). A store with token vectors keeps them on a run that does not ask for them."""
+    summary = IndexSummary(store=Path(settings.store))
     found = discover([Path(p) for p in paths])
     if found.missing:
         raise InvalidInputError(f"no such file or folder: {', '.join(str(p) for p in found.missing)}")
@@ -127,348 +97,244 @@ def index_paths(
     summary.failed += [(str(p), reason) for p, reason in found.skipped]
     if not found.files:
         raise NoDocumentsError(
-            f"nothing to index in {', '.join(str(p) for p in paths)}: no .txt, .md, .pdf, .html or .htm file "
+            f"nothing to index in {', '.join(str(p) for p in paths)}: no {format_list()} file "
             f"({len(found.unsupported)} other files skipped); the store was not changed"
         )
 
-    with StoreWriter(store_root) as writer:
+    with StoreWriter(settings.store) as writer:
         base = None
         if not rebuild and current_generation(writer.root) is not None:  # a rebuild must work on a damaged CURRENT
             base = Snapshot.open(writer.root)
         try:
-            return _index_with_base(
-                writer,
-                base,
-                found.files,
-                summary,
-                clock,
-                progress,
-                embedder_factory=embedder_factory,
-                tokenizer=tokenizer,
-                chunking=chunking,
-                vector_mode=vector_mode,
-                model_name=model_name,
-                prune=prune,
-                parallel=parallel,
-                token_vector_dims=token_vector_dims,
-                graph=graph,
-            )
+            run = _IndexRun(writer, base, settings, embedder_factory, summary, progress, parallel)
+            return run.run(found.files, prune)
         finally:
             if base is not None:
                 base.close()
 
 
-def _index_with_base(
-    writer: StoreWriter,
-    base: Snapshot | None,
-    files: list[SourceFile],
-    summary: IndexSummary,
-    clock: _Stopwatch,
-    progress: Progress,
-    *,
-    embedder_factory: Callable[[], Embedder],
-    tokenizer: Tokenizer,
-    chunking: ChunkSettings,
-    vector_mode: VectorMode,
-    model_name: str,
-    prune: bool,
-    parallel: ParallelStages | None = None,
-    token_vector_dims: int = 0,
-    graph: bool = True,
-) -> IndexSummary:
-    # A store with token vectors keeps them: a run that does not ask for them still computes them for its documents.
-    token_dims = token_vector_dims or ((base.manifest.identity.token_vector_dims or 0) if base else 0)
-    wanted = StoreIdentity(
-        model=model_name,
-        dimension=base.manifest.identity.dimension if base else 0,
-        tokenizer=tokenizer.name,
-        vector_mode=vector_mode,
-        chunking=chunking,
-        token_vector_dims=token_dims,
-    )
-    if token_dims and parallel is not None:
-        raise InvalidInputError(
-            "the Ray engine does not compute token vectors, and this store keeps them: use `--engine local`, or "
-            "rebuild without --token-vectors"
+class _IndexRun:
+    """One run's stages over its base generation: the diff, reading and chunking, embedding, and the commit."""
+
+    def __init__(
+        self,
+        writer: StoreWriter,
+        base: Snapshot | None,
+        settings: Settings,
+        embedder_factory: Callable[[], Embedder],
+        summary: IndexSummary,
+        progress: Progress | None,
+        parallel: ParallelStages | None,
+    ) -> None:
+        self.writer, self.base, self.settings = writer, base, settings
+        self.embedder_factory = embedder_factory
+        self.embedder: Embedder | None = None
+        self.summary = summary
+        self.clock = _Stopwatch(summary)
+        self.progress = progress or Progress(enabled=False)
+        self.parallel = parallel
+        self.tokenizer = get_tokenizer(settings.tokenizer)
+        self.chunking = settings.chunking
+        self.projection: np.ndarray | None = None
+        asked = settings.token_vector_dims if settings.token_vectors else 0
+        self.token_dims = asked or ((base.manifest.identity.token_vector_dims or 0) if base else 0)
+
+    def run(self, files: list[SourceFile], prune: bool) -> IndexSummary:
+        base, summary = self.base, self.summary
+        wanted = StoreIdentity(
+            model=self.settings.model,
+            dimension=base.manifest.identity.dimension if base else 0,
+            tokenizer=self.tokenizer.name,
+            vector_mode=self.settings.vector_mode,
+            chunking=self.chunking,
+            token_vector_dims=self.token_dims,
         )
-    if base is not None:
-        check_identity(writer.root, base.manifest, wanted)  # before any work; the dimension is checked later
-    known = base.catalog.content_hashes() if base else {}
-    embedder: Embedder | None = None
+        if self.token_dims and self.parallel is not None:
+            raise InvalidInputError(
+                "the Ray engine does not compute token vectors, and this store keeps them: use `--engine local`, "
+                "or rebuild without --token-vectors"
+            )
+        if base is not None:
+            check_identity(self.writer.root, base.manifest, wanted)  # before any work; the dimension comes later
+        known = base.catalog.content_hashes() if base else {}
+        changed = self._diff(files, known)
+        removed = sorted(set(known) - {f.doc_id for f in files}) if prune else []
+        new_docs, parallel_done = self._read(changed, known)
+        summary.removed = len(removed)
+        summary.corpus_tokens = sum(d.n_tokens for d in new_docs)
+        if not new_docs and summary.unchanged == 0:
+            raise NoDocumentsError(
+                f"none of the {len(files)} documents could be indexed (see the warnings above); the store was not "
+                "changed"
+            )
+        graph_only = self.settings.graph and base is not None and not has_graph(base.folder)  # built with it off
+        if base is not None and not new_docs and not removed and not graph_only:
+            summary.generation = base.generation
+            return summary
 
-    changed: list[tuple[SourceFile, str]] = []
-    with clock.stage("hash"):
-        for source in files:
-            try:
-                digest = file_hash(source.path)
-            except ExtractionError as exc:  # gone or unreadable since discovery: the others are still indexed
-                log.warning("skipped %s: %s", source.path, exc.reason)
-                summary.failed.append((str(source.path), exc.reason))
-                continue
-            if known.get(source.doc_id) == digest:
-                summary.unchanged += 1
-            else:
-                changed.append((source, digest))
-    removed = sorted(set(known) - {f.doc_id for f in files}) if prune else []
-
-    outcomes: list[PreparedDocument] | None = None
-    if parallel is not None and changed:  # extract, chunk and embed every changed document on the workers
-        with clock.stage("parallel"):
-            outcomes = parallel.run(changed, progress)
-    new_docs: list[_NewDocument] = []
-    parallel_done: list[PreparedDocument] = []  # the outcomes of the documents kept, in new_docs' order
-    for number, (source, digest) in enumerate(changed, 1):
-        if outcomes is None:
-            progress.update("extracting documents", number, len(changed))
-        with clock.stage("extract"):
-            try:
-                extracted = outcomes[number - 1].result(source) if outcomes is not None else extract_text(source)
-            except ExtractionError as exc:
-                log.warning("skipped %s: %s", source.path, exc.reason)
-                summary.failed.append((str(source.path), exc.reason))
-                continue
-        if extracted.content_hash != digest:
-            log.warning("%s changed while it was being indexed; indexed it as last read", source.path)
-            summary.changed_while_read.append(str(source.path))
-            digest = extracted.content_hash
-        if extracted.replaced_bytes:
-            log.warning("%s has bytes that are not valid %s; they were replaced", source.path, extracted.encoding)
-            summary.replaced_bytes.append(str(source.path))
-        elif extracted.guessed_encoding:
-            log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
-            summary.guessed_encodings.append((str(source.path), extracted.encoding))
-        with clock.stage("chunk"):
-            if outcomes is not None:
-                spans, n_tokens = outcomes[number - 1].spans, outcomes[number - 1].n_tokens
-                parallel_done.append(outcomes[number - 1])
-            else:  # the semantic chunker cuts mid chunks later, from the sentence vectors it embeds
-                spans = chunk_document(extracted.text, tokenizer, chunking) if chunking.chunker == "fixed" else []
-                n_tokens = tokenizer.count(extracted.text)
-        new_docs.append(_NewDocument(source, digest, extracted.text, spans, n_tokens))
-        if source.doc_id in known:
-            summary.updated += 1
-        else:
-            summary.added += 1
-    summary.removed = len(removed)
-    summary.corpus_tokens = sum(d.n_tokens for d in new_docs)
-
-    if not new_docs and summary.unchanged == 0:
-        raise NoDocumentsError(
-            f"none of the {len(files)} documents could be indexed (see the warnings above); the store was not changed"
+        dimension = (
+            self._embedder_for(new_docs) if new_docs and parallel_done is None else dimension_of(parallel_done or [])
         )
-    graph_only = graph and base is not None and not has_graph(base.folder)  # a store indexed with the graph off
-    if base is not None and not new_docs and not removed and not graph_only:
-        summary.generation = base.generation
+        identity = wanted.model_copy(update={"dimension": dimension}) if new_docs else wanted
+        if base is not None:
+            check_identity(self.writer.root, base.manifest, identity)
+        next_id = first_free_chunk_id(self.writer, base)
+        chunks, next_id = assign_ids(new_docs, next_id)
+        vectors, token_rows = self._vectors(new_docs, chunks, parallel_done, identity.dimension)
+
+        summary.generation = self._commit(new_docs, removed, chunks, vectors, token_rows, identity, next_id)
+        summary.committed = True
+        summary.new_chunks = {level: len(chunks[level]) for level in LEVELS}
         return summary
 
-    dimension = dimension_of(parallel_done)
-    projection: np.ndarray | None = None
-    if new_docs and outcomes is None:
-        embedder = embedder_factory()
+    def _commit(
+        self,
+        new_docs: list[NewDocument],
+        removed: list[str],
+        chunks: dict[Level, list[Chunk]],
+        vectors: dict[Level, np.ndarray],
+        token_rows: list[np.ndarray] | None,
+        identity: StoreIdentity,
+        next_id: int,
+    ) -> int:
+        """The hand-off: one new generation of the base's files with the changes, and the concept graph; its
+        number."""
+        base = self.base
+        with new_generation(self.writer, base) as draft:
+            with self.clock.stage("index"):
+                counts = write_indexes(
+                    draft.folder,
+                    base,
+                    [(d.info, d.text) for d in new_docs],
+                    removed,
+                    chunks,
+                    vectors,
+                    identity.dimension,
+                    self.progress,
+                    token_rows,
+                    self.projection,
+                )
+            if self.settings.graph:
+                with self.clock.stage("graph"):
+                    # A parallel run, or one that only builds the graph, loaded no model here: the names' model
+                    # loads only when a concept needs its vector.
+                    names = _names_embedder(self.embedder, self.embedder_factory)
+                    texts = {d.source.doc_id: d.text for d in new_docs}
+                    write_graph(draft, base, texts, names, identity.dimension, self.progress)
+            with self.clock.stage("commit"):
+                draft.publish(identity, counts, next_id)
+        return draft.number
+
+    def _diff(self, files: list[SourceFile], known: dict[str, str]) -> list[tuple[SourceFile, str]]:
+        """The files whose bytes differ from the base's, with their hashes; the others are counted unchanged."""
+        changed: list[tuple[SourceFile, str]] = []
+        with self.clock.stage("hash"):
+            for source in files:
+                try:
+                    digest = file_hash(source.path)
+                except ExtractionError as exc:  # gone or unreadable since discovery: the others are still indexed
+                    self._failed(source, exc)
+                    continue
+                if known.get(source.doc_id) == digest:
+                    self.summary.unchanged += 1
+                else:
+                    changed.append((source, digest))
+        return changed
+
+    def _failed(self, source: SourceFile, exc: ExtractionError) -> None:
+        log.warning("skipped %s: %s", source.path, exc.reason)
+        self.summary.failed.append((str(source.path), exc.reason))
+
+    def _read(
+        self, changed: list[tuple[SourceFile, str]], known: dict[str, str]
+    ) -> tuple[list[NewDocument], list[PreparedDocument] | None]:
+        """The changed documents' text and chunks (and, from a parallel engine, their vectors: those outcomes are
+        returned too, in the documents' order); the ones that cannot be read are reported and left out."""
+        outcomes: list[PreparedDocument] | None = None
+        if self.parallel is not None and changed:  # extract, chunk and embed every changed document on the workers
+            with self.clock.stage("parallel"):
+                outcomes = self.parallel.run(changed, self.progress)
+        summary = self.summary
+        new_docs: list[NewDocument] = []
+        parallel_done: list[PreparedDocument] = []
+        for number, (source, digest) in enumerate(changed, 1):
+            outcome = outcomes[number - 1] if outcomes is not None else None
+            if outcome is None:
+                self.progress.update("extracting documents", number, len(changed))
+            with self.clock.stage("extract"):
+                try:
+                    extracted = outcome.result(source) if outcome is not None else extract_text(source)
+                except ExtractionError as exc:
+                    self._failed(source, exc)
+                    continue
+            if extracted.content_hash != digest:
+                log.warning("%s changed while it was being indexed; indexed it as last read", source.path)
+                summary.changed_while_read.append(str(source.path))
+                digest = extracted.content_hash
+            if extracted.replaced_bytes:
+                log.warning("%s has bytes that are not valid %s; they were replaced", source.path, extracted.encoding)
+                summary.replaced_bytes.append(str(source.path))
+            elif extracted.guessed_encoding:
+                log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
+                summary.guessed_encodings.append((str(source.path), extracted.encoding))
+            with self.clock.stage("chunk"):
+                if outcome is not None:
+                    spans, n_tokens = outcome.spans, outcome.n_tokens
+                    parallel_done.append(outcome)
+                else:
+                    spans, n_tokens = chunk_text(extracted.text, self.tokenizer, self.chunking)
+            new_docs.append(NewDocument(source, digest, extracted.text, spans, n_tokens))
+            if source.doc_id in known:
+                summary.updated += 1
+            else:
+                summary.added += 1
+        return new_docs, (parallel_done if outcomes is not None else None)
+
+    def _embedder_for(self, new_docs: list[NewDocument]) -> int:
+        """Load the model (and the token projection); the semantic chunker embeds the sentences now, to cut the
+        mid chunks, and the finest level keeps their vectors. Returns the model's dimension."""
+        embedder = self.embedder = self.embedder_factory()
         if embedder.dimension <= 0:
             raise InvalidInputError("the embedding model reports no dimension")
-        dimension = embedder.dimension
-        if token_dims:
-            projection = token_projection(base, embedder, dimension, token_dims)
-        if chunking.chunker == "semantic":
-            with clock.stage("chunk"):  # embeds the sentences, which the finest level then keeps
+        if self.token_dims:
+            self.projection = token_projection(self.base, embedder, embedder.dimension, self.token_dims)
+        if self.chunking.chunker == "semantic":
+            with self.clock.stage("chunk"):
                 semantic = semantic_documents(
                     [(d.source.doc_id, d.text) for d in new_docs],
-                    tokenizer,
-                    chunking,
+                    self.tokenizer,
+                    self.chunking,
                     embedder,
-                    progress.callback("embedding sentences"),
-                    token_reduce=_reducer(projection),
+                    self.progress.callback("embedding sentences"),
+                    token_reduce=token_reducer(self.projection),
                 )
             for doc, (spans, sentence_vectors, sentence_tokens) in zip(new_docs, semantic):
                 doc.spans, doc.sentence_vectors, doc.sentence_tokens = spans, sentence_vectors, sentence_tokens
-    identity = wanted.model_copy(update={"dimension": dimension}) if new_docs else wanted
-    if base is not None:
-        check_identity(writer.root, base.manifest, identity)
+        return embedder.dimension
 
-    # A rebuild (no base) still numbers after everything on disk: an old id must never name a new chunk, and
-    # the new generation must not replace the one `recover` falls back to.
-    last_generation, first_free_id = writer.numbering()
-    next_id = base.manifest.next_chunk_id if base else first_free_id
-    chunks, next_id = _assign_ids(new_docs, next_id)
-    vectors = {}
-    token_rows: list[np.ndarray] | None = None
-    if new_docs:
-        with clock.stage("embed"):
-            if outcomes is not None:  # embedded on the workers already
-                vectors = gather_vectors(parallel_done, dimension)
-            else:
-                vectors, token_rows = _embed(
-                    new_docs,
-                    chunks,
-                    embedder,  # type: ignore[arg-type]
-                    vector_mode,
-                    progress,
-                    _reducer(projection),
-                )
-
-    generation = max(base.generation if base else 0, last_generation) + 1
-    with writer.committing(generation):
-        folder = writer.new_folder(generation)
-        with clock.stage("index"):
-            counts = write_generation(
-                folder, base, new_docs, removed, chunks, vectors, identity.dimension, progress, token_rows, projection
+    def _vectors(
+        self,
+        new_docs: list[NewDocument],
+        chunks: dict[Level, list[Chunk]],
+        parallel_done: list[PreparedDocument] | None,
+        dimension: int,
+    ) -> tuple[dict[Level, np.ndarray], list[np.ndarray] | None]:
+        """Every level's vectors in the chunks' order (gathered from a parallel engine's workers, or embedded
+        here), and the sentences' token vectors where the store keeps them."""
+        if not new_docs:
+            return {}, None
+        with self.clock.stage("embed"):
+            if parallel_done is not None:
+                return gather_vectors(parallel_done, dimension), None
+            assert self.embedder is not None
+            return embed_levels(
+                new_docs,
+                chunks,
+                self.embedder,
+                self.settings.vector_mode,
+                self.progress,
+                token_reducer(self.projection),
             )
-        if graph:
-            with clock.stage("graph"):
-                # A parallel run, or one that only builds the graph, loaded no model here: the names' model loads
-                # only when a concept needs its vector.
-                names = _names_embedder(embedder, embedder_factory)
-                write_graph(folder, base, new_docs, names, identity.dimension, progress)
-        with clock.stage("commit"):
-            manifest = Manifest(
-                generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={}
-            )
-            writer.publish(folder, manifest)
-    summary.generation = generation
-    summary.committed = True
-    summary.new_chunks = {level: len(chunks[level]) for level in LEVELS}
-    return summary
-
-
-def _assign_ids(docs: list[_NewDocument], next_id: int) -> tuple[dict[Level, list[Chunk]], int]:
-    """Stable int64 ids for new chunks, never reused; parents resolved through their seq."""
-    out: dict[Level, list[Chunk]] = {level: [] for level in LEVELS}
-    for doc in docs:
-        ids_by_level: dict[Level, dict[int, int]] = {level: {} for level in LEVELS}
-        for span in doc.spans:  # broad first, then mid, then narrow
-            chunk_id = next_id
-            next_id += 1
-            ids_by_level[span.level][span.seq] = chunk_id
-            parent_level = parent_of(span.level)
-            parent_id = (
-                ids_by_level[parent_level][span.parent_seq] if parent_level and span.parent_seq is not None else None
-            )
-            out[span.level].append(
-                Chunk(
-                    chunk_id,
-                    doc.source.doc_id,
-                    span.level,
-                    span.seq,
-                    span.start,
-                    span.end,
-                    span.token_count,
-                    parent_id,
-                    doc.text[span.start : span.end],
-                )
-            )
-    return out, next_id
-
-
-def token_projection(base: Snapshot | None, embedder: Embedder, dimension: int, dims: int) -> np.ndarray:
-    """The projection of the store's token vectors: the base generation's (fixed for the store's life), else a new
-    one; the embedder must give token vectors."""
-    if not gives_tokens(embedder):
-        raise InvalidInputError(
-            f"the embedder {embedder.name!r} gives no token vectors: index without --token-vectors (a store that "
-            "has them needs a rebuild without them)"
-        )
-    stored = base.token_vectors if base is not None else None
-    return np.asarray(stored.projection) if stored is not None else projection_for(dimension, dims, embedder.name)
-
-
-def _reducer(projection: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray] | None:
-    if projection is None:
-        return None
-    return lambda tokens: quantise(tokens, projection)
-
-
-def _embed(
-    docs: list[_NewDocument],
-    chunks: dict[Level, list[Chunk]],
-    embedder: Embedder,
-    mode: VectorMode,
-    progress: Progress,
-    token_reduce: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> tuple[dict[Level, np.ndarray], list[np.ndarray] | None]:
-    """The vectors of every level, and with `token_reduce` the sentences' reduced token vectors (from the same
-    forwards as their vectors), in the narrow chunks' order."""
-    finest = chunks[FINEST]
-    sizes = ", ".join(f"{len(chunks[level])} {level}" for level in LEVELS)
-    progress.message(f"embedding {sizes} chunks from {len(docs)} documents (vector mode: {mode})")
-    tokens: list[np.ndarray] | None = None
-    if docs and all(d.sentence_vectors is not None for d in docs):  # embedded already by the semantic chunker
-        finest_vectors = np.concatenate([d.sentence_vectors for d in docs if d.sentence_vectors is not None]).astype(
-            np.float32
-        )
-        if token_reduce is not None:
-            tokens = [t for d in docs for t in d.sentence_tokens or []]
-    elif token_reduce is not None:
-        finest_vectors, tokens = embedder.embed_tokens(  # type: ignore[attr-defined]
-            [c.text for c in finest], token_reduce, progress=progress.callback("embedding sentences")
-        )
-    else:
-        finest_vectors = embedder.embed([c.text for c in finest], progress=progress.callback("embedding sentences"))
-    vectors = {FINEST: finest_vectors}
-    # Each coarser level pools the token-weighted sums of its children (or embeds its own text; see chunk_vectors).
-    sums = vectors[FINEST] * np.array([max(c.token_count, 1) for c in finest], dtype=np.float32)[:, None]
-    row_of = {c.id: row for level in LEVELS if level != FINEST for row, c in enumerate(chunks[level])}
-    child: Level = FINEST
-    while (level := parent_of(child)) is not None:
-        parent_rows = np.array([row_of[c.parent_id] for c in chunks[child] if c.parent_id is not None], dtype=np.int64)
-        vectors[level], sums = level_vectors(
-            mode,
-            embedder,
-            [c.text for c in chunks[level]],
-            sums,
-            parent_rows,
-            progress=progress.callback(f"embedding {level} chunks"),
-        )
-        child = level
-    return vectors, tokens
-
-
-def write_generation(
-    folder: Path,
-    base: Snapshot | None,
-    new_docs: list[_NewDocument],
-    removed: list[str],
-    chunks: dict[Level, list[Chunk]],
-    vectors: dict[Level, np.ndarray],
-    dimension: int,
-    progress: Progress,
-    token_rows: list[np.ndarray] | None = None,
-    projection: np.ndarray | None = None,
-) -> dict[str, int]:
-    """Write the generation's catalog and indexes (and token vectors, where the base has them or `token_rows`,
-    int8 per narrow chunk of `chunks`, are given). Returns its counts."""
-    replaced_docs = [d.source.doc_id for d in new_docs] + removed
-    stale_ids = base.catalog.chunk_ids_of_documents(replaced_docs) if base else {level: [] for level in LEVELS}
-    if base is not None:
-        shutil.copyfile(base.folder / CATALOG_FILE, folder / CATALOG_FILE)
-        carry_ranker(base.folder, folder)  # a fitted candidate ranker stays with the store
-    catalog = Catalog.open_writable(folder / CATALOG_FILE)
-    try:
-        catalog.delete_documents(replaced_docs)
-        by_doc: dict[str, list[Chunk]] = {}
-        for level in LEVELS:
-            for chunk in chunks[level]:
-                by_doc.setdefault(chunk.doc_id, []).append(chunk)
-        for doc in new_docs:
-            info = DocumentInfo(doc.source.doc_id, doc.content_hash, str(doc.source.path), len(doc.text), doc.n_tokens)
-            catalog.insert_document(info, doc.text, by_doc.get(doc.source.doc_id, []))
-        catalog.commit()
-        for level in LEVELS:
-            index = VectorIndex.read(base.folder / vector_file(level)) if base else VectorIndex.empty(dimension)
-            index.remove(np.asarray(stale_ids[level], dtype=np.int64))
-            if chunks[level]:
-                index.add(np.array([c.id for c in chunks[level]], dtype=np.int64), vectors[level])
-            index.write(folder / vector_file(level))
-            progress.message(f"{level}: {len(index)} vectors")
-            level_chunks = catalog.chunks_of_level(level)
-            lexical = LexicalIndex.build([c.id for c in level_chunks], [c.text for c in level_chunks])
-            lexical.write(folder / lexical_file(level))
-        write_token_vectors(folder, base, stale_ids[FINEST], chunks[FINEST], token_rows, projection)
-        counts: dict[str, int] = {level: catalog.level_counts().get(level, 0) for level in LEVELS}
-        counts["documents"] = catalog.count_documents()
-    finally:
-        catalog.close()
-    return counts
 
 
 def _names_embedder(
@@ -486,46 +352,29 @@ def _names_embedder(
     return embed
 
 
-def write_token_vectors(
-    folder: Path,
-    base: Snapshot | None,
-    stale: Sequence[int],
-    sentences: list[Chunk],
-    rows: list[np.ndarray] | None,
-    projection: np.ndarray | None,
-) -> None:
-    """The base's token vectors without the stale sentences, with the new ones; nothing for a store without."""
-    stored = base.token_vectors if base is not None else None
-    if stored is None and rows is None:
-        return
-    if sentences and (rows is None or len(rows) != len(sentences)):
-        raise ValueError("token vectors are kept for this store, but the new sentences came without them")
-    current = stored if stored is not None else TokenVectors.empty(projection)  # type: ignore[arg-type]
-    current.updated(stale, [c.id for c in sentences], rows or []).write(folder)
-
-
 def write_graph(
-    folder: Path,
+    draft: Draft,
     base: Snapshot | None,
-    new_docs: list[_NewDocument],
+    texts: dict[str, str],
     embed_names: Callable[[list[str]], np.ndarray] | None,
     dimension: int,
     progress: Progress,
 ) -> None:
     """The concept graph of the generation being built, from its catalog and sentence vectors (see store/graph.py).
 
-    `embed_names` embeds the names of concepts new to this generation (None: a removal, which adds none)."""
+    `texts`: the new documents' text by doc id; `embed_names` embeds the names of concepts new to this generation
+    (None: a removal, which adds none)."""
     from granrag_mcp.store.graph import write_generation_graph
 
     progress.message("building the concept graph")
-    catalog = Catalog.open_readonly(folder / CATALOG_FILE)
-    sentences = VectorIndex.read(folder / vector_file(FINEST))
+    catalog = draft.open_catalog()
+    sentences = draft.read_vectors(FINEST)
     try:
         graph = write_generation_graph(
-            folder,
+            draft.folder,
             base.folder if base else None,
             catalog,
-            {d.source.doc_id: d.text for d in new_docs},
+            texts,
             sentences.reconstruct,
             embed_names,
             dimension,

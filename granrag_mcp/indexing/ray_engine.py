@@ -85,7 +85,7 @@ class _EmbedBatch:
 
     def __init__(self, settings: Settings) -> None:
         from granrag_mcp.embedding.embedder import set_model_threads
-        from granrag_mcp.engine import make_embedder
+        from granrag_mcp.embedding.factory import make_embedder
 
         self._embedder = make_embedder(settings)
         if settings.device == "cpu":

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
-from granrag_mcp.indexing.pipeline import IndexSummary, write_generation, write_graph
+from granrag_mcp.indexing.pipeline import IndexSummary, write_graph
 from granrag_mcp.levels import LEVELS, Level
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk
+from granrag_mcp.store.generation import new_generation, write_indexes
 from granrag_mcp.store.graph import has_graph
-from granrag_mcp.store.manifest import Manifest
 from granrag_mcp.store.store import Snapshot, current_generation
 from granrag_mcp.store.writer import StoreWriter
 
@@ -38,26 +38,16 @@ def remove_documents(
                     f"unknown doc_id(s) {', '.join(repr(d) for d in unknown[:5])}: not in the index (generation "
                     f"{base.generation}); list_documents shows the doc_ids it holds. Nothing was removed"
                 )
-            last_generation, _ = writer.numbering()
-            generation = max(base.generation, last_generation) + 1
             dimension = base.manifest.identity.dimension
-            with writer.committing(generation):  # a cancelled or failed removal leaves the previous generation
-                folder = writer.new_folder(generation)
+            with new_generation(writer, base) as draft:  # a cancelled or failed removal leaves the previous one
                 empty: dict[Level, list[Chunk]] = {level: [] for level in LEVELS}
-                counts = write_generation(folder, base, [], wanted, empty, {}, dimension, progress)
+                counts = write_indexes(draft.folder, base, [], wanted, empty, {}, dimension, progress)
                 if has_graph(base.folder):  # the graph without their concepts; none where indexing built none
-                    write_graph(folder, base, [], None, dimension, progress)
-                manifest = Manifest(
-                    generation=generation,
-                    identity=base.manifest.identity,
-                    counts=counts,
-                    next_chunk_id=base.manifest.next_chunk_id,
-                    files={},
-                )
-                writer.publish(folder, manifest)
+                    write_graph(draft, base, {}, None, dimension, progress)
+                draft.publish(base.manifest.identity, counts, base.manifest.next_chunk_id)
         finally:
             base.close()
-    summary.generation = generation
+    summary.generation = draft.number
     summary.committed = True
     summary.removed = len(wanted)
     return summary

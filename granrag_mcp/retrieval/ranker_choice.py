@@ -10,13 +10,11 @@ is the MaxSim variant for a store with token vectors.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 from pathlib import Path
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.retrieval.candidate_ranker import CandidateRanker, read_ranker, shipped_ranker
-from granrag_mcp.store.manifest import MANIFEST_FILE
+from granrag_mcp.store.generation import new_generation
 from granrag_mcp.store.store import RANKER_FILE as STORE_RANKER_FILE
 from granrag_mcp.store.store import Snapshot, load_manifest, read_current
 from granrag_mcp.store.writer import StoreWriter
@@ -58,22 +56,9 @@ def write_store_ranker(store: Path, ranker: CandidateRanker) -> str:
         if pointer is None:
             raise InvalidInputError(f"no index at {store}: build one with `granrag-mcp index` first")
         manifest = load_manifest(store, pointer)
-        base = store / pointer.generation
-        last, _ = writer.numbering()
-        generation = last + 1
-        folder = writer.new_folder(generation)
-        try:
-            for name in manifest.files:
-                if name in (MANIFEST_FILE, STORE_RANKER_FILE):
-                    continue
-                try:  # the index files never change once published: share them where the file system can
-                    os.link(base / name, folder / name)
-                except OSError:
-                    shutil.copyfile(base / name, folder / name)
-            ranker.write(folder / STORE_RANKER_FILE)
-            final = writer.publish(folder, manifest.model_copy(update={"generation": generation, "files": {}}))
-        except BaseException:
-            writer.abandon(generation)
-            raise
+        with new_generation(writer) as draft:
+            draft.share(store / pointer.generation, manifest.files, leave_out=[STORE_RANKER_FILE])
+            ranker.write(draft.folder / STORE_RANKER_FILE)
+            final = draft.publish(manifest.identity, manifest.counts, manifest.next_chunk_id, manifest.created_at)
     log.info("the store %s carries the ranker %s from %s on", store, ranker.name, final.name)
     return final.name

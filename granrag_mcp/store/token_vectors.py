@@ -159,8 +159,8 @@ def maxsim(query: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.ndarra
     against the sentence's rows; -1 for a sentence without rows. `query`: unit rows; `rows`: stored (int8) or
     float rows of any length.
 
-    The product runs in torch (on the thread count the server set), not numpy: numpy's BLAS spreads a product
-    this small over all its threads, which took 7 ms instead of 0.4 on a busy 2-core machine."""
+    The product runs in torch, on the thread count the server set, since numpy's BLAS would spread a product this
+    small over all its threads."""
     import torch
 
     out = np.full(len(counts), -1.0, dtype=np.float64)

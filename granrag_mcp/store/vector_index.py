@@ -40,8 +40,8 @@ Kind = Literal["flat", "hnsw"]
 Storage = Literal["fp32", "fp16"]
 
 ANN_THRESHOLD = 200_000
-"""Vectors from which a level uses HNSW instead of exact search: exact search costs 10-20 ms per query at 200k
-and 60-80 ms at 1M with one thread, HNSW 1-2 ms (benchmarks/results/scale_store.md)."""
+"""Vectors from which a level uses HNSW instead of exact search, whose cost per query grows with the level's size
+(benchmarks/results/scale_store.md)."""
 FLAT_BELOW = 0.9
 """An HNSW level goes back to exact search only below this fraction of the threshold."""
 TOMBSTONE_LIMIT = 0.1

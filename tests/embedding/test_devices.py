@@ -53,7 +53,7 @@ def test_settings_and_flag_choose_the_device(monkeypatch):
 
 
 def test_make_embedder_on_cpu_keeps_the_cpu_batches():
-    from granrag_mcp.engine import make_embedder
+    from granrag_mcp.embedding.factory import make_embedder
 
     embedder = make_embedder(Settings(device="cpu", embed_workers=2))
     assert (embedder.batch_size, embedder.batch_tokens, embedder.workers) == (256, devices.CPU_BATCH_TOKENS, 2)
@@ -63,7 +63,7 @@ def test_make_embedder_on_cpu_keeps_the_cpu_batches():
 @needs_cuda
 @pytest.mark.parametrize("precision", ["auto", "fp16", "fp32"])
 def test_gpu_vectors_match_the_cpu_ones(precision):
-    from granrag_mcp.engine import make_embedder
+    from granrag_mcp.embedding.factory import make_embedder
 
     texts = [f"Sentence number {n} is about the river that flows past mill {n % 7}." for n in range(300)]
     cpu = make_embedder(Settings(device="cpu", precision="fp32")).embed(texts)

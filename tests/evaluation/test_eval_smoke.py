@@ -13,7 +13,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from granrag_mcp.cli import load_settings  # noqa: E402
 from granrag_mcp.errors import GranragError, StoreMismatchError  # noqa: E402
-from granrag_mcp.evaluation.command import add_eval_parser, cmd_eval  # noqa: E402
+from granrag_mcp.evaluation.arguments import add_eval_parser  # noqa: E402
+from granrag_mcp.evaluation.command import cmd_eval  # noqa: E402
 from granrag_mcp.evaluation.qa import load_squad  # noqa: E402
 from granrag_mcp.evaluation.strategies import STRATEGIES  # noqa: E402
 from tests.helpers import shared_file  # noqa: E402

@@ -16,7 +16,6 @@ from pypdf import PdfReader, PdfWriter
 
 from granrag_mcp.errors import ExtractionError, GranragError
 from granrag_mcp.indexing.discovery import (
-    SUPPORTED_SUFFIXES,
     Discovery,
     SourceFile,
     discover,
@@ -24,6 +23,7 @@ from granrag_mcp.indexing.discovery import (
     read_file,
 )
 from granrag_mcp.indexing.extract import ExtractedText, extract_text
+from granrag_mcp.indexing.formats import EXTRACTORS
 
 
 def write(path: Path, content: str | bytes) -> Path:
@@ -118,7 +118,7 @@ def test_a_lone_file_with_an_unsupported_suffix_is_counted(tmp_path: Path) -> No
     assert found.unsupported == [path]
 
 
-@pytest.mark.parametrize("suffix", sorted(SUPPORTED_SUFFIXES))
+@pytest.mark.parametrize("suffix", sorted(EXTRACTORS))
 def test_every_supported_suffix_matches_case_insensitively(tmp_path: Path, suffix: str) -> None:
     path = write(tmp_path / f"doc{suffix.upper()}", b"x")
     assert discover([path]).files[0].suffix == suffix

@@ -1,15 +1,17 @@
-"""The visible text of an HTML document: markup, scripts, styles and hidden elements dropped, blocks on lines of
-their own, table cells separated; and the charset a document declares.
-
-Longer than most modules because HTML's rules for where an element ends (implied end tags, hidden
-subtrees) belong together.
+"""HTML (.html, .htm): the visible text, markup, scripts, styles and hidden elements dropped, blocks on lines of
+their own, table cells separated; decoded by the charset the document declares.
 """
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import re
 from html.parser import HTMLParser
+from pathlib import Path
+
+from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.formats.base import ExtractedText, decode_text, normalise_newlines
 
 _META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _CHARSET_SNIFF_BYTES = 4096
@@ -357,3 +359,12 @@ def visible_text(markup: str) -> str:
     extractor.feed(markup)
     extractor.close()
     return extractor.text()
+
+
+def extract(path: Path, data: bytes) -> ExtractedText:
+    markup, extracted = decode_text(path, data, html_encoding(data))
+    try:
+        text = visible_text(normalise_newlines(markup))
+    except Exception as error:  # html.parser is lenient; this is a last resort
+        raise ExtractionError(path, f"unreadable HTML ({type(error).__name__}: {error})") from error
+    return dataclasses.replace(extracted, text=text)

@@ -1,0 +1,21 @@
+"""Settings to an embedder: the device, batch plan and precision the settings ask for."""
+
+from __future__ import annotations
+
+from granrag_mcp.embedding.embedder import Embedder, SentenceTransformerEmbedder
+from granrag_mcp.settings import Settings
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    from granrag_mcp.embedding.devices import batch_plan, resolve_device
+
+    device = resolve_device(settings.device)
+    plan = batch_plan(device, settings.batch_size, "batch_size" in settings.model_fields_set, settings.embed_workers)
+    return SentenceTransformerEmbedder(
+        settings.model,
+        batch_size=plan.texts,
+        precision=settings.precision,
+        workers=plan.workers,
+        device=device,
+        batch_tokens=plan.tokens,
+    )

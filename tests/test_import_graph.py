@@ -1,0 +1,140 @@
+"""The package's imports form no cycle, counting imports inside functions and `TYPE_CHECKING` blocks too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import granrag_mcp
+
+PACKAGE = Path(granrag_mcp.__file__).parent
+ROOT = PACKAGE.name
+
+KNOWN_CYCLES: set[frozenset[str]] = {
+    # Cycles left where the server's state and the candidate ranker are not split yet: remove an entry once it
+    # no longer appears (test_no_known_cycles_left then passes).
+    frozenset({"server.state", "server.library_watch", "server.resources"}),
+    frozenset({"retrieval.candidate_ranker", "retrieval.view"}),
+}
+
+
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(package).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([package.name, *parts])
+
+
+def imported_modules(path: Path, modules: set[str], package_dir: Path = PACKAGE) -> set[str]:
+    """The package modules `path` imports anywhere in its body, function bodies included; `from package import
+    module` counts as the module, `from module import name` as the module, relative imports resolved."""
+    name = module_name(path, package_dir)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            found.add(origin)
+            found.update(f"{origin}.{alias.name}" for alias in node.names)
+    return {m for m in found if m in modules and m != name}
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, as written in its code (a package's __init__, which Python
+    runs first, is counted only where a module names the package)."""
+    paths = {module_name(p, package): p for p in package.rglob("*.py")}
+    modules = set(paths)
+    return {name: imported_modules(path, modules, package) for name, path in paths.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def short(component: list[str]) -> frozenset[str]:
+    """A cycle's modules without the package's name, as KNOWN_CYCLES lists them."""
+    return frozenset(m.removeprefix(f"{ROOT}.") for m in component)
+
+
+def test_the_graph_sees_function_local_and_relative_imports(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\nfrom .sub.c import thing\n")
+    (package / "b.py").write_text("def late():\n    from pkg.sub import c\n")
+    (package / "sub" / "c.py").write_text("def later():\n    from .. import a\n\nthing = 1\n")
+    graph = import_graph(package)
+    assert graph["pkg.a"] == {"pkg", "pkg.b", "pkg.sub.c"}
+    assert graph["pkg.b"] == {"pkg.sub", "pkg.sub.c"}
+    assert graph["pkg.sub.c"] == {"pkg", "pkg.a"}
+    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c"]]
+    # In the real package: engine imports the index pipeline only inside run_index.
+    assert "granrag_mcp.indexing.pipeline" in import_graph()["granrag_mcp.engine"]
+
+
+def test_cycles_are_found_in_a_made_up_graph() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles() -> None:
+    found = [short(c) for c in cycles(import_graph())]
+    new = [sorted(c) for c in found if c not in KNOWN_CYCLES]
+    assert not new, f"import cycles: {new}"
+
+
+@pytest.mark.xfail(
+    reason="server.state -> library_watch -> resources -> state and retrieval.candidate_ranker <-> view remain",
+    strict=False,
+)
+def test_no_known_cycles_left() -> None:
+    found = {short(c) for c in cycles(import_graph())}
+    assert not found & KNOWN_CYCLES
