@@ -186,7 +186,7 @@ def cmd_latency(args: argparse.Namespace) -> dict:
 def _synthetic(n_sentences: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
 
-    def word(n: int) -> str:  # letters only: YAKE and the concept filter drop tokens with digits
+    def word(n: int) -> str:  # letters only: the concept filter drops tokens with digits
         letters = ""
         while True:
             n, rest = divmod(n, 20)
@@ -214,7 +214,7 @@ def _scale_child(n_sentences: int) -> None:
 
     from granrag_mcp.records import Chunk
     from granrag_mcp.store.catalog import Catalog, DocumentInfo
-    from granrag_mcp.store.graph import write_generation_graph
+    from granrag_mcp.indexing.graph import write_generation_graph
     from tests.fakes import FakeEmbedder
 
     sentences = _synthetic(n_sentences)
@@ -251,7 +251,7 @@ def _scale_child(n_sentences: int) -> None:
         start = time.perf_counter()
         graph = write_generation_graph(folder, None, catalog, texts, vectors, embedder.embed, 384)
         seconds = time.perf_counter() - start
-        size = sum(p.stat().st_size for p in folder.iterdir() if p.name in ("graph.npz", "concepts.json"))
+        size = sum(p.stat().st_size for p in folder.iterdir() if p.name in ("graph.npz", "doc_concepts.json"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         json.dumps(

@@ -30,7 +30,7 @@ from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.packing import TokenCounter, pack
-from granrag_mcp.store.concepts import ConceptMatcher
+from granrag_mcp.text.concepts import ConceptMatcher
 from granrag_mcp.store.graph import ConceptGraph
 
 BUDGET = 2000

@@ -515,7 +515,7 @@ def write_graph(
     """The concept graph of the generation being built, from its catalog and sentence vectors (see store/graph.py).
 
     `embed_names` embeds the names of concepts new to this generation (None: a removal, which adds none)."""
-    from granrag_mcp.store.graph import write_generation_graph
+    from granrag_mcp.indexing.graph import write_generation_graph
 
     progress.message("building the concept graph")
     catalog = Catalog.open_readonly(folder / CATALOG_FILE)
