@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from granrag_mcp.errors import StoreCorruptError
-from granrag_mcp.levels import FINEST
 from granrag_mcp.indexing.graph import MIN_FREQUENCY, write_generation_graph
-from granrag_mcp.text.concepts import ConceptMatcher
-from granrag_mcp.text.words import concept_key
+from granrag_mcp.levels import FINEST
 from granrag_mcp.store.graph import GRAPH_FILE, PHRASES_FILE
 from granrag_mcp.store.store import Snapshot, vector_file
 from granrag_mcp.store.vector_index import VectorIndex
+from granrag_mcp.text.concepts import ConceptMatcher
+from granrag_mcp.text.words import concept_key
 from tests import graph_corpus
 from tests.fakes import FakeEmbedder
 from tests.helpers import index

@@ -9,9 +9,9 @@ from unittest import mock
 import pytest
 from mcp.client import Client
 
+from granrag_mcp.indexing import graph as graph_build
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
-from granrag_mcp.indexing import graph as graph_build
 from granrag_mcp.text.concepts import ConceptMatcher
 from granrag_mcp.text.words import concept_key
 from tests import graph_corpus
