@@ -19,6 +19,9 @@ GRANT = re.compile(
     re.IGNORECASE,
 )
 """The FSF's notice that grants a copyleft licence, wherever it stands in a file ("YAKE! License Agreement")."""
+RUNTIME_EXCEPTION = re.compile(r"GCC\s+Runtime\s+Library\s+Exception", re.IGNORECASE)
+"""The GCC runtime that numerical wheels bundle (numpy, scipy) is GPL with an exception that lets any program
+link it: its grant is no copyleft for the program."""
 LICENCE_TITLE = 400
 """A licence file is a copyleft licence when it opens with one (its title within this many characters); one that
 only mentions the GPL further down (Apache's LLVM exception, the MPL's "Secondary License", Python's history) is
@@ -82,7 +85,9 @@ def copyleft(texts: dict[str, str]) -> list[str]:
         text = text or ""
         # A short field names the licence; a long one is a licence file's text pasted in (scipy's): its title.
         is_name = where in ("License", "License-Expression", "classifiers") and len(text) <= LICENCE_TITLE
-        if COPYLEFT.search(text if is_name else text[:LICENCE_TITLE]) or GRANT.search(text):
+        if COPYLEFT.search(text if is_name else text[:LICENCE_TITLE]) or (
+            GRANT.search(text) and not RUNTIME_EXCEPTION.search(text)
+        ):
             found.append(where)
     return found
 
