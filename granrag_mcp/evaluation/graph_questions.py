@@ -30,8 +30,8 @@ from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.packing import TokenCounter, pack
-from granrag_mcp.text.concepts import ConceptMatcher
 from granrag_mcp.store.graph import ConceptGraph
+from granrag_mcp.text.concepts import ConceptMatcher
 
 BUDGET = 2000
 TOP_CONCEPTS = 10
@@ -162,7 +162,8 @@ def _overviews(view: View, tokens: TokenCounter, graph: ConceptGraph, matcher: C
 
 
 GRAPH_METHOD = (
-    "Questions built from the store's own concept graph. A bridge question names two concepts A and B that never "
+    "Questions built from the store's own concept graph (in-sample: the graph's vocabulary picks them). A bridge "
+    "question names two concepts A and B that never "
     f"share a sentence but both share one with a third concept C; it is answered when the text a method returns "
     f"within {BUDGET} tokens holds a sentence naming A and C and one naming C and B. An overview question asks for "
     f"the main themes of one document; its coverage is the share of the document's {TOP_CONCEPTS} most frequent "
@@ -184,6 +185,22 @@ def graph_table(result: dict) -> str:
         "|---|---:|---:|---:|",
     ]
     lines += [f"| {name} | " + " | ".join(values) + " |" for name, values in rows.items()]
+    independent = result.get("independent")
+    if independent:
+        coverage = independent["coverage"]
+        lines += [
+            "",
+            f"Bridge questions from the QA set's answer names ({independent['questions']}), through the MCP tools; "
+            f"names in two or more sentences: {coverage['names_in_two_sentences']}, concepts "
+            f"{coverage['concepts']:.3f}, resolved {coverage['resolved']:.3f}",
+            "",
+            "| tool call | answered | refused | p50 ms |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {name} | {row['answered']:.3f} | {row['refused']} | {row['p50_ms']:.1f} |"
+            for name, row in independent["bridge"].items()
+        ]
     return "\n".join(lines)
 
 

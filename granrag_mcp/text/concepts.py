@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from granrag_mcp.text.words import CONNECTORS, MAX_WORDS, STOP, concept_key, fold, strip_possessive, tokens
+from granrag_mcp.text.words import CONNECTORS, MAX_WORDS, NAME_STOP, STOP, concept_key, fold, strip_possessive, tokens
 
 MAX_TERM_WORDS = 3
 NOUN_PHRASE_START = frozenset(
@@ -33,23 +33,21 @@ def _capitalised(token: str) -> bool:
 
 
 def _names(run: list[str]) -> Iterable[str]:
-    """A run of capitalised words and connectors as names: the whole (trimmed), and its connector-free parts."""
-    while run and (run[0].lower() in STOP or run[0].lower() in CONNECTORS):
+    """A run of capitalised words and connectors as names: the whole (trimmed) and every shorter span of it that
+    starts and ends on a capitalised word ("Kabaty" and "Kabaty Woods" in "Kabaty Woods Nature Reserve")."""
+    while run and (run[0].lower() in NAME_STOP or run[0] in CONNECTORS):  # "Von Miller" keeps its "Von"
         run = run[1:]
-    while run and (run[-1].lower() in CONNECTORS or run[-1] == "the"):
+    while run and run[-1][0].islower():
         run = run[:-1]
     if not run:
         return
     if len(run) <= MAX_WORDS:
         yield " ".join(run)
-    part: list[str] = []
-    for word in [*run, "of"]:
-        if word.lower() in CONNECTORS or word == "the":
-            if part and len(part) < len(run):
-                yield " ".join(part)
-            part = []
-        else:
-            part.append(word)
+    starts = [n for n, word in enumerate(run) if word[0].isupper() and len(word) > 1 and word.lower() not in NAME_STOP]
+    for first in starts:
+        for last in starts:
+            if first <= last and last - first < min(MAX_WORDS, len(run) - 1):
+                yield " ".join(run[first : last + 1])
 
 
 def _terms(run: list[str]) -> Iterable[str]:

@@ -14,7 +14,7 @@ from granrag_mcp.store.lexical import STOPWORDS as _LEXICAL_STOPWORDS
 MAX_WORDS = 6
 """Longest concept in words ("Westinghouse Electric Manufacturing Company" is four)."""
 
-_DASHES = str.maketrans({"‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "’": "'"})
+_DASHES = str.maketrans({"‐": "-", "‑": "-", "‒": "-", "–": "-", "—": " — ", "’": "'"})  # an em dash parts words
 # A word: letters, with inner apostrophes and inner dashes between letters ("Austria-Hungary", "O'Neill");
 # a number; or one punctuation mark (names never run across one).
 TOKEN = re.compile(r"[^\W\d_](?:[\w']|-(?=[^\W\d_]))*|\d[\w.,:/-]*|[^\w\s]")
@@ -26,6 +26,9 @@ _EXTRA_STOP = frozenset(
     "still even every either neither often usually whose whether thus hence therefore according".split()
 )
 STOP = _LEXICAL_STOPWORDS | _EXTRA_STOP
+NAME_STARTS = frozenset("new first second third one two three four five well".split())
+"""Stop words that may begin or end a name of several words: "New Orleans", "First World War"."""
+NAME_STOP = STOP - NAME_STARTS
 CONNECTORS = frozenset("of de du da di del della der van von la le y".split())
 """Lower-case words that join the parts of a proper name: "University of Warsaw", "Charles de Gaulle"."""
 
@@ -36,8 +39,14 @@ def normalise(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """Words, numbers and punctuation marks of a text, in order."""
-    return TOKEN.findall(normalise(text))
+    """Words, numbers and punctuation marks of a text, in order; the dot of an initial ("John F. Kennedy") is
+    dropped, so the name reads the same with or without it."""
+    out: list[str] = []
+    for token in TOKEN.findall(normalise(text)):
+        if token == "." and out and len(out[-1]) == 1 and out[-1].isupper():
+            continue
+        out.append(token)
+    return out
 
 
 def words(text: str) -> list[str]:
@@ -71,10 +80,12 @@ def concept_key(phrase: str) -> str | None:
     folded = [fold(t) for t in found]
     if any(not f or f[0].isdigit() or f in _MONTHS for f in folded):
         return None
-    if folded[0] in STOP or folded[-1] in STOP:
+    edge_stop = STOP if len(folded) == 1 else NAME_STOP
+    numeral = len(found) > 1 and found[-1] == "I"  # "World War I"
+    if folded[0] in edge_stop or (folded[-1] in edge_stop and not numeral):
         return None
-    if any(f in STOP and f not in CONNECTORS and f != "the" for f in folded[1:-1]):
-        return None  # "Bank of the United States" is a name; "soil and steady" is two fragments
-    if len(folded) == 1 and len(folded[0]) < 3 and not found[0].isupper():
-        return None  # a stray letter, but "EU" and "UN" are names
+    if any(f in NAME_STOP and f not in CONNECTORS and f != "the" for f in folded[1:-1]):
+        return None  # "Bank of the United States" is a name; "soil of steady" is two fragments
+    if len(folded) == 1 and (len(folded[0]) < 2 or (len(folded[0]) < 3 and not found[0].isupper())):
+        return None  # a stray letter or an initial, but "EU" and "UN" are names
     return " ".join(folded)
