@@ -215,9 +215,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--squad", type=Path, help="also bridge questions from this SQuAD file's answer names")
     args = parser.parse_args(argv)
-    engine = Engine(Settings(store=args.store), load_reranker_now=False)
+    settings = Settings(store=args.store)
+    engine = Engine(settings, load_reranker_now=False)
     result = evaluate(engine.view(), engine.tokenizer, args.questions, args.seed)
+    if args.squad:
+        from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
+        from granrag_mcp.evaluation.qa import load_squad
+        from granrag_mcp.server.app import build_server
+
+        answers = [q.answer or "" for q in load_squad(args.squad).questions]
+        questions, coverage = independent_bridges(engine.view(), answers, args.questions, args.seed)
+        bridge = run_bridges(build_server(settings, lambda _: engine), questions, engine.tokenizer)
+        result["independent"] = {"questions": len(questions), "coverage": coverage, "bridge": bridge}
+        print(graph_table(result))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -95,11 +95,12 @@ class ConceptNames:
         found_words = words(text)
         if len(found_words) == 1 and fold(found_words[0]) in self.surnames:
             return self.surnames[fold(found_words[0])]
-        # A known name inside (any part of a name), or a term covering at least half the words.
+        if not all(w[0].isupper() or w.lower() in CONNECTORS for w in found_words):
+            return None  # only a name stands for a name inside it; "sliding frction" is no "Sliding"
         inside = [
             (end - start, int(self.graph.frequency[hit]), hit)
             for hit, start, end in self.matcher.spans(text)
-            if str(self.graph.names[hit])[:1].isupper() or 2 * (end - start) >= len(found_words)
+            if str(self.graph.names[hit])[:1].isupper()
         ]
         return max(inside)[2] if inside else None
 

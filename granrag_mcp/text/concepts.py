@@ -19,13 +19,29 @@ from collections.abc import Iterable
 from granrag_mcp.text.words import CONNECTORS, MAX_WORDS, NAME_STOP, STOP, concept_key, fold, strip_possessive, tokens
 
 MAX_TERM_WORDS = 3
-NOUN_PHRASE_START = frozenset(
-    "a an the this that these those his her its their our my your some any each every no both all most "
-    "of in on at for with from by into about between through during under over against within without".split()
+VERB_FOLLOWS = frozenset(
+    "he she it they we i you who which that to is was were are be been being has have had will would can could "
+    "may might should must do does did not also often then".split()
 )
-"""Words that a noun phrase follows: a run of content words after one of them is a term ("the steam engine");
-after anything else its first word is often a verb ("Tesla built motors"), which is left out."""
-_ENDS = frozenset(".!?;:")
+"""Words a verb often follows: a run of content words after one of them, or after a content word (a subject),
+likely starts with a verb ("they built bridges", "Tesla built motors"), so its first word is left out; after
+anything else (an article, a preposition, "than", a comma) the run is a noun phrase ("than sliding friction")."""
+
+
+VERBS = frozenset(
+    "said say says built began begun become became won led held took taken gave given went gone came come found "
+    "wrote written told saw seen got left kept brought bought thought sent grew grown fell ran rose knew meant "
+    "paid lost sold stood spent taught fought caught won't".split()
+)
+
+
+def _verb(word: str) -> bool:
+    """A word taken for a verb: it ends a term ("the laboratory burned") and may start an object ("built motors")."""
+    return word in VERBS or (len(word) > 4 and word.endswith("ed") and not word.endswith("eed"))
+
+
+def _verb_first(after: str) -> bool:
+    return after in VERB_FOLLOWS or (after[:1].isalpha() and after not in STOP and not _verb(after))
 
 
 def _capitalised(token: str) -> bool:
@@ -74,15 +90,15 @@ def candidates(text: str) -> Iterable[str]:
         else:
             yield from _names(name)
             name = []
-        if word[:1].isalpha() and word.islower() and lower not in STOP and len(word) > 2:
+        if word[:1].isalpha() and word.islower() and lower not in STOP and len(word) > 2 and not _verb(word):
             term.append(word)
         else:
-            yield from _terms(term if after in NOUN_PHRASE_START else term[1:])  # else the first is often a verb
+            yield from _terms(term[1:] if _verb_first(after) else term)
             term = []
             after = lower
         if word != token:  # a possessive ends a name and a term: "Tesla's laboratory"
             yield from _names(name)
-            yield from _terms(term if after in NOUN_PHRASE_START else term[1:])
+            yield from _terms(term[1:] if _verb_first(after) else term)
             name, term, after = [], [], "the"  # a possessive is a determiner: "Tesla's laboratory"
 
 

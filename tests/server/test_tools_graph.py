@@ -142,7 +142,7 @@ def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
     async def scenario(client: Client):
         return [
             await fail(client, "concept_neighbourhood", {"concept": "sliding frction"}),
-            await fail(client, "concept_paths", {"source": "lubricant", "target": "zeppelin"}),
+            await fail(client, "concept_paths", {"source": "lubricant", "target": "zeppelin hangar"}),
             await fail(client, "concept_paths", {"source": "lubricant", "target": "compost", "max_hops": 5}),
             await fail(client, "concept_neighbourhood", {"concept": "lubricant", "depth": 3}),
             await fail(client, "graph_search", {"query": "soil", "doc_id": "nowhere.md"}),
@@ -150,7 +150,7 @@ def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
 
     unknown, unknown_target, hops, depth, doc = run(server, scenario)
     assert "unknown concept 'sliding frction'" in unknown and "'sliding friction'" in unknown.lower()
-    assert "unknown concept 'zeppelin'" in unknown_target and "find_concepts" in unknown_target
+    assert "unknown concept 'zeppelin hangar'" in unknown_target and "find_concepts" in unknown_target
     assert "max_hops" in hops and "depth" in depth
     assert "nowhere.md" in doc and "list_documents" in doc
 
