@@ -212,9 +212,9 @@ def _scale_child(n_sentences: int) -> None:
     """Runs in its own process, so that its peak memory is the graph build's own."""
     import numpy as np
 
+    from granrag_mcp.indexing.graph import write_generation_graph
     from granrag_mcp.records import Chunk
     from granrag_mcp.store.catalog import Catalog, DocumentInfo
-    from granrag_mcp.indexing.graph import write_generation_graph
     from tests.fakes import FakeEmbedder
 
     sentences = _synthetic(n_sentences)

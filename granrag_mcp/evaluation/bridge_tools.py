@@ -107,7 +107,7 @@ def run_bridges(server: Any, questions: list[NameBridge], tokens: TokenCounter) 
             async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
                 result = await client.call_tool(name, arguments)
                 if result.is_error:
-                    errors.append(str(result.content[0].text if result.content else "")[:200])
+                    errors.append(" ".join(getattr(c, "text", "") for c in result.content)[:200])
                     return None
                 return result.structured_content
 
