@@ -4,7 +4,7 @@
     python benchmarks/bench_graph.py latency --store STORE [--baseline REF]  # p50/p95 of the graph techniques and tools
     python benchmarks/bench_graph.py scale --sentences 20000 40000 # build time and peak memory, synthetic corpus
 
-`scale` builds the graph alone (keyphrases, matching, edges, Leiden, reports) over a synthetic catalog: sentences
+`scale` builds the graph alone (concept extraction, matching, edges, Leiden, reports) over a synthetic catalog: sentences
 drawn from a Zipf vocabulary of multi-word terms, with the fake embedder's vectors; it reports seconds and the peak
 resident memory of a child process per size, and a linear projection to one million sentences when the sizes stop
 short of it.
