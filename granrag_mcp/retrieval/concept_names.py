@@ -20,7 +20,7 @@ MEANING_SIMILARITY = 0.85
 """Least cosine of a name's embedding with a concept's taken as the same name ("Nobel prize" for "Nobel Prize")."""
 SUGGEST_SIMILARITY = 0.7
 """Least cosine of a concept suggested, when nothing resolves, as meaning nearly the same."""
-SUGGEST_SPELLING = 80.0
+SUGGEST_SPELLING = 85.0
 """Least whole-name edit similarity (0-100) of a concept suggested as spelt nearly the same."""
 SUGGESTIONS = 5
 
@@ -97,10 +97,13 @@ class ConceptNames:
             return self.surnames[fold(found_words[0])]
         if not all(w[0].isupper() or w.lower() in CONNECTORS for w in found_words):
             return None  # only a name stands for a name inside it; "sliding frction" is no "Sliding"
+        # The name's first word, or a name of two words or more, inside it: "Westinghouse" in "Westinghouse
+        # Electric Manufacturing Company", never a generic last word such as "Company".
+        first = 1 if found_words[0].lower() == "the" else 0
         inside = [
             (end - start, int(self.graph.frequency[hit]), hit)
             for hit, start, end in self.matcher.spans(text)
-            if str(self.graph.names[hit])[:1].isupper()
+            if str(self.graph.names[hit])[:1].isupper() and (start == first or end - start >= 2)
         ]
         return max(inside)[2] if inside else None
 

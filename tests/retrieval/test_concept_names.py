@@ -19,6 +19,7 @@ NAMES = [
     "China",
     "Westinghouse",
     "steam engine",
+    "Company",
 ]
 
 
@@ -26,7 +27,7 @@ class FakeGraph:
     def __init__(self) -> None:
         self.names = np.array(NAMES)
         self.keys = np.array([concept_key(n) for n in NAMES])
-        self.frequency = np.array([9, 4, 7, 3, 5, 2, 8, 6, 4], np.int32)
+        self.frequency = np.array([9, 4, 7, 3, 5, 2, 8, 6, 4, 50], np.int32)
 
 
 def lookup() -> ConceptNames:
@@ -52,6 +53,7 @@ def nearest_none(_vector: np.ndarray, _k: int) -> tuple[np.ndarray, np.ndarray]:
         ("National Football League", "National Football League", "exact"),
         ("Tesla", "Nikola Tesla", "alias"),
         ("Westinghouse Electric Manufacturing Company", "Westinghouse", "alias"),
+        ("The Westinghouse Company", "Westinghouse", "alias"),
     ],
 )
 def test_a_name_resolves_by_key_then_alias(name: str, expected: str, how: str) -> None:
@@ -77,3 +79,6 @@ def test_an_unknown_name_suggests_only_real_near_matches() -> None:
     assert not any(wrong in message for wrong in ("Philip", "phyla", "China"))
     with pytest.raises(UnknownConceptError, match="'Philip'"):
         lookup().resolve("Phillip", no_meaning, nearest_none)
+    with pytest.raises(UnknownConceptError) as error:
+        lookup().resolve("Zanzibar Engine Company", no_meaning, nearest_none)  # only its generic last word is a name
+    assert "no concept is spelt or means nearly the same" in str(error.value)
