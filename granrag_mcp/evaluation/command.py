@@ -289,36 +289,10 @@ def _command_line() -> str:
     return "granrag-mcp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "granrag-mcp eval"
 
 
-def _graph_questions(
-    engine, settings, answers: list[str], n_bridges: int, seed: int, progress, notes: list[str]
-) -> dict[str, Any] | None:
-    """The bridge and overview questions of `graph_questions`, and the bridge questions built from the QA set's
-    answer names asked through the MCP tools (`bridge_tools`); None with a note when the store has no graph."""
-    from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
-    from granrag_mcp.evaluation.graph_questions import evaluate
-    from granrag_mcp.retrieval.graph import NoGraphError
-    from granrag_mcp.server.app import build_server
-
-    view = engine.view()
-    progress.message(f"concept graph: {n_bridges} bridge questions and one overview question per document")
-    try:
-        result = evaluate(view, engine.tokenizer, n_bridges, seed)
-        questions, coverage = independent_bridges(view, answers, n_bridges, seed)
-        progress.message(f"concept graph: {len(questions)} bridge questions from answer names, through the tools")
-        result["independent"] = {
-            "questions": len(questions),
-            "coverage": coverage,
-            "bridge": run_bridges(build_server(settings, lambda _: engine), questions, engine.tokenizer),
-        }
-        return result
-    except NoGraphError:
-        notes.append("the store has no concept graph (indexed with GRANRAG_GRAPH=false): no bridge or overview table")
-        return None
-
-
 def cmd_eval(args: argparse.Namespace, settings) -> int:
     from granrag_mcp.engine import Engine, make_embedder
     from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
+    from granrag_mcp.evaluation.graph_questions import graph_report
     from granrag_mcp.evaluation.metrics import first_hit_rank
     from granrag_mcp.evaluation.qa import (
         check_offsets,
@@ -479,7 +453,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     if not args.skip_graph:
         t = time.perf_counter()
         answers = [q.answer or "" for q in qa.questions]
-        graph_result = _graph_questions(engine, settings, answers, args.bridge_questions, args.seed, progress, notes)
+        graph_result = graph_report(engine, settings, answers, args.bridge_questions, args.seed, progress, notes)
         timings["graph questions"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - began
 

@@ -161,6 +161,32 @@ def _overviews(view: View, tokens: TokenCounter, graph: ConceptGraph, matcher: C
     return {name: {"coverage": float(np.mean(v)) if v else 0.0} for name, v in rows.items()}
 
 
+def graph_report(
+    engine, settings, answers: list[str], n_bridges: int, seed: int, progress, notes: list[str]
+) -> dict | None:
+    """The bridge and overview questions above, and the bridge questions built from the QA set's
+    answer names asked through the MCP tools (`bridge_tools`); None with a note when the store has no graph."""
+    from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
+    from granrag_mcp.retrieval.graph import NoGraphError
+    from granrag_mcp.server.app import build_server
+
+    view = engine.view()
+    progress.message(f"concept graph: {n_bridges} bridge questions and one overview question per document")
+    try:
+        result = evaluate(view, engine.tokenizer, n_bridges, seed)
+        questions, coverage = independent_bridges(view, answers, n_bridges, seed)
+        progress.message(f"concept graph: {len(questions)} bridge questions from answer names, through the tools")
+        result["independent"] = {
+            "questions": len(questions),
+            "coverage": coverage,
+            "bridge": run_bridges(build_server(settings, lambda _: engine), questions, engine.tokenizer),
+        }
+        return result
+    except NoGraphError:
+        notes.append("the store has no concept graph (indexed with GRANRAG_GRAPH=false): no bridge or overview table")
+        return None
+
+
 GRAPH_METHOD = (
     "Questions built from the store's own concept graph (in-sample: the graph's vocabulary picks them). A bridge "
     "question names two concepts A and B that never "
