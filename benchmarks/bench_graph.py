@@ -4,7 +4,7 @@
     python benchmarks/bench_graph.py latency --store STORE [--baseline REF]  # p50/p95 of the graph techniques and tools
     python benchmarks/bench_graph.py scale --sentences 20000 40000 # build time and peak memory, synthetic corpus
 
-`scale` builds the graph alone (keyphrases, matching, edges, Leiden, reports) over a synthetic catalog: sentences
+`scale` builds the graph alone (concept extraction, matching, edges, Leiden, reports) over a synthetic catalog: sentences
 drawn from a Zipf vocabulary of multi-word terms, with the fake embedder's vectors; it reports seconds and the peak
 resident memory of a child process per size, and a linear projection to one million sentences when the sizes stop
 short of it.
@@ -186,7 +186,7 @@ def cmd_latency(args: argparse.Namespace) -> dict:
 def _synthetic(n_sentences: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
 
-    def word(n: int) -> str:  # letters only: YAKE and the concept filter drop tokens with digits
+    def word(n: int) -> str:  # letters only: the concept filter drops tokens with digits
         letters = ""
         while True:
             n, rest = divmod(n, 20)
@@ -212,9 +212,9 @@ def _scale_child(n_sentences: int) -> None:
     """Runs in its own process, so that its peak memory is the graph build's own."""
     import numpy as np
 
+    from granrag_mcp.indexing.graph import write_generation_graph
     from granrag_mcp.records import Chunk
     from granrag_mcp.store.catalog import Catalog, DocumentInfo
-    from granrag_mcp.store.graph import write_generation_graph
     from tests.fakes import FakeEmbedder
 
     sentences = _synthetic(n_sentences)
@@ -251,7 +251,7 @@ def _scale_child(n_sentences: int) -> None:
         start = time.perf_counter()
         graph = write_generation_graph(folder, None, catalog, texts, vectors, embedder.embed, 384)
         seconds = time.perf_counter() - start
-        size = sum(p.stat().st_size for p in folder.iterdir() if p.name in ("graph.npz", "concepts.json"))
+        size = sum(p.stat().st_size for p in folder.iterdir() if p.name in ("graph.npz", "doc_concepts.json"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         json.dumps(

@@ -157,7 +157,7 @@ def add_eval_parser(
         type=positive_int,
         default=200,
         metavar="N",
-        help="bridge questions built from the concept graph (default 200)",
+        help="bridge questions built from the concept graph, and as many from the QA answers' names (default 200)",
     )
     parser.add_argument(
         "--no-chart", action="store_true", help="skip the PNG chart (it needs matplotlib, the 'eval' extra)"

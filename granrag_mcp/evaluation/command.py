@@ -113,23 +113,11 @@ def _command_line() -> str:
     return "granrag-mcp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "granrag-mcp eval"
 
 
-def _graph_questions(view, tokens, n_bridges: int, seed: int, progress, notes: list[str]) -> dict[str, Any] | None:
-    """The bridge and overview questions of `graph_questions`, or None with a note when the store has no graph."""
-    from granrag_mcp.evaluation.graph_questions import evaluate
-    from granrag_mcp.retrieval.graph import NoGraphError
-
-    progress.message(f"concept graph: {n_bridges} bridge questions and one overview question per document")
-    try:
-        return evaluate(view, tokens, n_bridges, seed)
-    except NoGraphError:
-        notes.append("the store has no concept graph (indexed with GRANRAG_GRAPH=false): no bridge or overview table")
-        return None
-
-
 def cmd_eval(args: argparse.Namespace, settings) -> int:
     from granrag_mcp.embedding.factory import make_embedder
     from granrag_mcp.engine import Engine
     from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
+    from granrag_mcp.evaluation.graph_questions import graph_report
     from granrag_mcp.evaluation.metrics import first_hit_rank
     from granrag_mcp.evaluation.qa import (
         check_offsets,
@@ -292,7 +280,8 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     graph_result = None
     if not args.skip_graph:
         t = time.perf_counter()
-        graph_result = _graph_questions(view, engine.tokenizer, args.bridge_questions, args.seed, progress, notes)
+        answers = [q.answer or "" for q in qa.questions]
+        graph_result = graph_report(engine, settings, answers, args.bridge_questions, args.seed, progress, notes)
         timings["graph questions"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - began
 

@@ -30,8 +30,8 @@ from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.packing import TokenCounter, pack
-from granrag_mcp.store.concepts import ConceptMatcher
 from granrag_mcp.store.graph import ConceptGraph
+from granrag_mcp.text.concepts import ConceptMatcher
 
 BUDGET = 2000
 TOP_CONCEPTS = 10
@@ -161,8 +161,35 @@ def _overviews(view: View, tokens: TokenCounter, graph: ConceptGraph, matcher: C
     return {name: {"coverage": float(np.mean(v)) if v else 0.0} for name, v in rows.items()}
 
 
+def graph_report(
+    engine, settings, answers: list[str], n_bridges: int, seed: int, progress, notes: list[str]
+) -> dict | None:
+    """The bridge and overview questions above, and the bridge questions built from the QA set's
+    answer names asked through the MCP tools (`bridge_tools`); None with a note when the store has no graph."""
+    from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
+    from granrag_mcp.retrieval.graph import NoGraphError
+    from granrag_mcp.server.app import build_server
+
+    view = engine.view()
+    progress.message(f"concept graph: {n_bridges} bridge questions and one overview question per document")
+    try:
+        result = evaluate(view, engine.tokenizer, n_bridges, seed)
+        questions, coverage = independent_bridges(view, answers, n_bridges, seed)
+        progress.message(f"concept graph: {len(questions)} bridge questions from answer names, through the tools")
+        result["independent"] = {
+            "questions": len(questions),
+            "coverage": coverage,
+            "bridge": run_bridges(build_server(settings, lambda _: engine), questions, engine.tokenizer),
+        }
+        return result
+    except NoGraphError:
+        notes.append("the store has no concept graph (indexed with GRANRAG_GRAPH=false): no bridge or overview table")
+        return None
+
+
 GRAPH_METHOD = (
-    "Questions built from the store's own concept graph. A bridge question names two concepts A and B that never "
+    "Questions built from the store's own concept graph (in-sample: the graph's vocabulary picks them). A bridge "
+    "question names two concepts A and B that never "
     f"share a sentence but both share one with a third concept C; it is answered when the text a method returns "
     f"within {BUDGET} tokens holds a sentence naming A and C and one naming C and B. An overview question asks for "
     f"the main themes of one document; its coverage is the share of the document's {TOP_CONCEPTS} most frequent "
@@ -184,6 +211,22 @@ def graph_table(result: dict) -> str:
         "|---|---:|---:|---:|",
     ]
     lines += [f"| {name} | " + " | ".join(values) + " |" for name, values in rows.items()]
+    independent = result.get("independent")
+    if independent:
+        coverage = independent["coverage"]
+        lines += [
+            "",
+            f"Bridge questions from the QA set's answer names ({independent['questions']}), through the MCP tools; "
+            f"names in two or more sentences: {coverage['names_in_two_sentences']}, concepts "
+            f"{coverage['concepts']:.3f}, resolved {coverage['resolved']:.3f}",
+            "",
+            "| tool call | answered | refused | p50 ms |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {name} | {row['answered']:.3f} | {row['refused']} | {row['p50_ms']:.1f} |"
+            for name, row in independent["bridge"].items()
+        ]
     return "\n".join(lines)
 
 
@@ -198,9 +241,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--squad", type=Path, help="also bridge questions from this SQuAD file's answer names")
     args = parser.parse_args(argv)
-    engine = Engine(Settings(store=args.store), load_reranker_now=False)
+    settings = Settings(store=args.store)
+    engine = Engine(settings, load_reranker_now=False)
     result = evaluate(engine.view(), engine.tokenizer, args.questions, args.seed)
+    if args.squad:
+        from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
+        from granrag_mcp.evaluation.qa import load_squad
+        from granrag_mcp.server.app import build_server
+
+        answers = [q.answer or "" for q in load_squad(args.squad).questions]
+        questions, coverage = independent_bridges(engine.view(), answers, args.questions, args.seed)
+        bridge = run_bridges(build_server(settings, lambda _: engine), questions, engine.tokenizer)
+        result["independent"] = {"questions": len(questions), "coverage": coverage, "bridge": bridge}
+        print(graph_table(result))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

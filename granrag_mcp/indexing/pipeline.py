@@ -360,11 +360,11 @@ def write_graph(
     dimension: int,
     progress: Progress,
 ) -> None:
-    """The concept graph of the generation being built, from its catalog and sentence vectors (see store/graph.py).
+    """The concept graph of the generation being built, from its catalog and sentence vectors (see indexing/graph.py).
 
     `texts`: the new documents' text by doc id; `embed_names` embeds the names of concepts new to this generation
     (None: a removal, which adds none)."""
-    from granrag_mcp.store.graph import write_generation_graph
+    from granrag_mcp.indexing.graph import write_generation_graph
 
     progress.message("building the concept graph")
     catalog = draft.open_catalog()

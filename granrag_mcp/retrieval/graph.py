@@ -18,9 +18,12 @@ from functools import lru_cache
 import numpy as np
 
 from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.pagerank import pagerank, transition_matrix
+from granrag_mcp.retrieval.concept_names import ConceptNames, UnknownConceptError
+from granrag_mcp.retrieval.graph_paths import direct_link, middles
 from granrag_mcp.retrieval.view import ScoredChunk, View, check_query
-from granrag_mcp.store.concepts import ConceptMatcher, concept_key
-from granrag_mcp.store.graph import ConceptGraph, pagerank, transition_matrix
+from granrag_mcp.store.graph import ConceptGraph
+from granrag_mcp.text.concepts import ConceptMatcher
 
 MAX_DEPTH = 2
 MAX_HOPS = 4
@@ -35,8 +38,7 @@ COMMUNITY_WEIGHT = 1.0  # graph_search communities: weight of a community's shar
 FUZZY_CUTOFF = 60.0  # find_concepts: least edit similarity (0-100) of a name taken as a misspelling
 
 
-class UnknownConceptError(InvalidInputError):
-    """A concept name the graph does not hold."""
+__all__ = ["UnknownConceptError"]  # raised by resolve_concept; defined with the name lookups
 
 
 class NoGraphError(InvalidInputError):
@@ -91,12 +93,8 @@ class GraphQueries:
         from scipy import sparse
 
         self.graph = graph
-        keys = [str(k) for k in graph.keys]
-        self.by_key = {k: n for n, k in enumerate(keys)}
-        self.lower_names = [str(n).lower() for n in graph.names]
-        for n, name in enumerate(self.lower_names):
-            self.by_key.setdefault(name, n)
-        self.matcher = ConceptMatcher(keys)
+        self.matcher = ConceptMatcher(str(k) for k in graph.keys)
+        self.names = ConceptNames(graph, self.matcher)
         self.names_index = faiss.IndexFlatIP(graph.vectors.shape[1])
         self.names_index.add(np.ascontiguousarray(graph.vectors, dtype=np.float32))
         self.centroid_index = faiss.IndexFlatIP(graph.cluster_centroid.shape[1])
@@ -157,28 +155,11 @@ def graph_of(view: View) -> tuple[ConceptGraph, GraphQueries]:
 # --- concepts ----------------------------------------------------------------------------------------------------
 
 
-def closest_names(queries: GraphQueries, name: str, k: int = 5) -> list[str]:
-    from rapidfuzz import fuzz, process
-
-    found = process.extract(name.lower(), queries.lower_names, scorer=fuzz.WRatio, limit=k)
-    return [str(queries.graph.names[index]) for _, _, index in found]
-
-
-def resolve_concept(queries: GraphQueries, name: str) -> int:
-    """The concept called `name` (its key or display name, any case, singular or plural)."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInputError("the concept name is empty: pass a name from find_concepts")
-    found = queries.by_key.get(name.strip().lower())
-    if found is None:
-        key = concept_key(name)
-        found = queries.by_key.get(key) if key else None
-    if found is None:
-        close = closest_names(queries, name)
-        raise UnknownConceptError(
-            f"unknown concept {name!r}; the closest names are {', '.join(repr(c) for c in close)}: pass one of "
-            "them, or call find_concepts"
-        )
-    return found
+def resolve_concept(view: View, queries: GraphQueries, name: str) -> int:
+    """The concept `name` stands for, as the agent writes it (see `concept_names`)."""
+    return queries.names.resolve(
+        name, view.query_vector, lambda vector, k: nearest(queries.names_index, vector, k)
+    ).concept
 
 
 def find_concepts(view: View, query: str, k: int) -> list[ConceptMatch]:
@@ -188,10 +169,9 @@ def find_concepts(view: View, query: str, k: int) -> list[ConceptMatch]:
     from rapidfuzz import fuzz, process
 
     scores: dict[int, float] = {}
-    exact = queries.by_key.get(query.lower())
-    key = concept_key(query)
-    if exact is None and key:
-        exact = queries.by_key.get(key)
+    exact = queries.names.exact(query)
+    if exact is None:
+        exact = queries.names.alias(query)  # an acronym, a surname, a known name inside a longer one
     if exact is not None:
         scores[exact] = 1.0
     for named in queries.matcher.find(query):  # names inside a longer query
@@ -199,7 +179,7 @@ def find_concepts(view: View, query: str, k: int) -> list[ConceptMatch]:
     # A misspelt name: whole-name edit similarity (QRatio), 50x cheaper than WRatio's partial and token variants,
     # whose work the two lookups above and the meaning search below do on a longer query.
     for _, score, index in process.extract(
-        query.lower(), queries.lower_names, scorer=fuzz.QRatio, limit=k, score_cutoff=FUZZY_CUTOFF
+        query.lower(), queries.names.lower_names, scorer=fuzz.QRatio, limit=k, score_cutoff=FUZZY_CUTOFF
     ):
         scores[index] = max(scores.get(index, 0.0), 0.99 * score / 100)
     rows, similarity = nearest(queries.names_index, view.query_vector(query), k)
@@ -226,7 +206,7 @@ def neighbourhood(view: View, name: str, depth: int, max_nodes: int, evidence: i
     if not 1 <= depth <= MAX_DEPTH:
         raise InvalidInputError(f"depth {depth} is out of bounds: pass 1 or {MAX_DEPTH}")
     graph, queries = graph_of(view)
-    center = resolve_concept(queries, name)
+    center = resolve_concept(view, queries, name)
     seen = {center: 0}
     edges: list[Edge] = []
     frontier = [center]
@@ -271,34 +251,47 @@ def _reach(graph: ConceptGraph, start: int, depth: int) -> dict[int, tuple[float
 
 def strongest_paths(view: View, source: str, target: str, max_hops: int, k: int, evidence: int) -> list[Path]:
     """Up to `k` simple paths of at most `max_hops` hops, fewest hops first, then cheapest (cost = sum of
-    1/weight), each through a different middle concept."""
+    1/weight), each through a different middle concept. One and two hops are found at query time through the
+    sentences that mention the two concepts (`graph_paths`), so a link the index pruned is still found; longer
+    paths follow the index's edges."""
     if not 1 <= max_hops <= MAX_HOPS:
         raise InvalidInputError(f"max_hops {max_hops} is out of bounds: pass 1 to {MAX_HOPS}")
     graph, queries = graph_of(view)
-    a, b = resolve_concept(queries, source), resolve_concept(queries, target)
+    a, b = resolve_concept(view, queries, source), resolve_concept(view, queries, target)
     if a == b:
         raise InvalidInputError(f"{source!r} and {target!r} are the same concept: pass two different ones")
-    from_a = _reach(graph, a, (max_hops + 1) // 2)
-    from_b = _reach(graph, b, max_hops // 2)
     found: dict[tuple[int, ...], float] = {}
-    for middle, (cost_b, path_b) in from_b.items():
-        if middle not in from_a:
-            continue
-        cost_a, path_a = from_a[middle]
-        path = path_a + path_b[::-1][1:]
-        if len(set(path)) == len(path) and len(path) - 1 <= max_hops:
-            found[tuple(path)] = min(found.get(tuple(path), math.inf), cost_a + cost_b)
+    direct = direct_link(graph, a, b)
+    if direct is not None:
+        found[(a, b)] = 1.0 / direct[0]
+    if max_hops >= 2:
+        for middle, to_a, to_b in middles(graph, queries.sentence_matrix, a, b, k):
+            found[(a, middle, b)] = 1.0 / to_a + 1.0 / to_b
+    if max_hops >= 3 and len(found) < k:
+        from_a = _reach(graph, a, (max_hops + 1) // 2)
+        from_b = _reach(graph, b, max_hops // 2)
+        for middle, (cost_b, path_b) in from_b.items():
+            if middle not in from_a:
+                continue
+            cost_a, path_a = from_a[middle]
+            path = path_a + path_b[::-1][1:]
+            if len(set(path)) == len(path) and 3 <= len(path) - 1 <= max_hops:
+                found[tuple(path)] = min(found.get(tuple(path), math.inf), cost_a + cost_b)
     best = sorted(found.items(), key=lambda item: (len(item[0]), item[1]))[:k]  # the most direct link first
-    out = []
-    for found_path, cost in best:
-        path = list(found_path)
-        hops = []
-        for x, y in zip(path, path[1:]):
-            targets, weights, counts = graph.neighbours(x)
-            at = int(np.flatnonzero(targets == y)[0])
-            hops.append(Edge(x, y, float(weights[at]), int(counts[at]), edge_evidence(graph, x, y, evidence)))
-        out.append(Path(list(path), hops, cost))
-    return out
+    return [
+        Path(list(path), [_hop(graph, x, y, evidence) for x, y in zip(path, path[1:])], cost) for path, cost in best
+    ]
+
+
+def _hop(graph: ConceptGraph, x: int, y: int, evidence: int) -> Edge:
+    """One hop of a path: the index's edge, or the link found at query time where the index has none."""
+    targets, weights, counts = graph.neighbours(x)
+    at = np.flatnonzero(targets == y)
+    if len(at):
+        weight, count = float(weights[at[0]]), int(counts[at[0]])
+    else:
+        weight, count = direct_link(graph, x, y) or (0.0, 0)
+    return Edge(x, y, weight, count, edge_evidence(graph, x, y, evidence))
 
 
 # --- global search -------------------------------------------------------------------------------------------------

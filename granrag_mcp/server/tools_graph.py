@@ -32,7 +32,12 @@ from granrag_mcp.server.tools import read_only_tool
 from granrag_mcp.store.graph import ConceptGraph
 
 ConceptName = Annotated[
-    str, Field(min_length=1, max_length=200, description="A concept name, as find_concepts returns it.")
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="A name as the documents write it (any case or plural, an acronym, a surname).",
+    ),
 ]
 Evidence = Annotated[int, Field(ge=1, le=5, description="Evidence sentences per edge (1-5).")]
 
@@ -135,7 +140,8 @@ def register(server: MCPServer, budget: int) -> None:
     ) -> PathsResult:
         """The strongest chains of co-occurrence linking two concepts (at most max_hops hops), each hop with the
         sentence that states it: evidence for multi-hop questions such as "how is A connected to B". Paths go
-        through different intermediate concepts. Use find_concepts first to get exact names.
+        through different intermediate concepts; links of one or two hops are found through the sentences that
+        mention both names. Names are taken as written; an unknown one is an error listing near names.
         """
         view, tokens = holder_of(ctx).view()
         graph, _ = techniques.graph_of(view)

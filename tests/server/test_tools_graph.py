@@ -9,10 +9,11 @@ from unittest import mock
 import pytest
 from mcp.client import Client
 
+from granrag_mcp.indexing import graph as graph_build
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
-from granrag_mcp.store import graph as store_graph
-from granrag_mcp.store.concepts import ConceptMatcher, concept_key
+from granrag_mcp.text.concepts import ConceptMatcher
+from granrag_mcp.text.words import concept_key
 from tests import graph_corpus
 from tests.fakes import FakeEmbedder
 from tests.helpers import fake_index
@@ -28,7 +29,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     embedder = FakeEmbedder(dimension=256)
     # A corpus of thirty sentences has too few edges for a percentile cut to mean anything: keep every edge with
     # a positive PMI, so that the links the corpus was written with are all there.
-    with mock.patch.object(store_graph, "PRUNE_PERCENTILE", 0.0):
+    with mock.patch.object(graph_build, "PRUNE_PERCENTILE", 0.0):
         fake_index([graph_corpus.write(root / "corpus")], settings, embedder)
     engine = fake_engine(settings, embedder)
     return build_server(settings, engine_factory=lambda _: engine)
@@ -141,7 +142,7 @@ def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
     async def scenario(client: Client):
         return [
             await fail(client, "concept_neighbourhood", {"concept": "sliding frction"}),
-            await fail(client, "concept_paths", {"source": "lubricant", "target": "zeppelin"}),
+            await fail(client, "concept_paths", {"source": "lubricant", "target": "zeppelin hangar"}),
             await fail(client, "concept_paths", {"source": "lubricant", "target": "compost", "max_hops": 5}),
             await fail(client, "concept_neighbourhood", {"concept": "lubricant", "depth": 3}),
             await fail(client, "graph_search", {"query": "soil", "doc_id": "nowhere.md"}),
@@ -149,7 +150,7 @@ def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
 
     unknown, unknown_target, hops, depth, doc = run(server, scenario)
     assert "unknown concept 'sliding frction'" in unknown and "'sliding friction'" in unknown.lower()
-    assert "unknown concept 'zeppelin'" in unknown_target and "find_concepts" in unknown_target
+    assert "unknown concept 'zeppelin hangar'" in unknown_target and "find_concepts" in unknown_target
     assert "max_hops" in hops and "depth" in depth
     assert "nowhere.md" in doc and "list_documents" in doc
 

@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from granrag_mcp.errors import StoreCorruptError
+from granrag_mcp.indexing.graph import MIN_FREQUENCY, write_generation_graph
 from granrag_mcp.levels import FINEST
-from granrag_mcp.store.concepts import ConceptMatcher, concept_key
-from granrag_mcp.store.graph import GRAPH_FILE, MIN_FREQUENCY, PHRASES_FILE, write_generation_graph
+from granrag_mcp.store.graph import GRAPH_FILE, PHRASES_FILE
 from granrag_mcp.store.store import Snapshot, vector_file
 from granrag_mcp.store.vector_index import VectorIndex
+from granrag_mcp.text.concepts import ConceptMatcher
+from granrag_mcp.text.words import concept_key
 from tests import graph_corpus
 from tests.fakes import FakeEmbedder
 from tests.helpers import index
@@ -131,7 +133,7 @@ def test_concept_keys(phrase: str, key: str | None) -> None:
 def test_a_concept_left_without_a_name_vector_gets_one_in_the_next_run():
     from types import SimpleNamespace
 
-    from granrag_mcp.store.graph import _concept_vectors
+    from granrag_mcp.indexing.graph import _concept_vectors
 
     # As a graph written by a run without an embedder: "river" has its vector, "tide" a zero row.
     previous = SimpleNamespace(keys=np.array(["river", "tide"]), vectors=np.array([[1.0, 0.0], [0.0, 0.0]], np.float32))
@@ -147,7 +149,7 @@ def test_a_concept_left_without_a_name_vector_gets_one_in_the_next_run():
 
 
 def test_pagerank_solves_the_pagerank_equation_with_dangling_concepts() -> None:
-    from granrag_mcp.store.graph import pagerank, transition_matrix
+    from granrag_mcp.pagerank import pagerank, transition_matrix
 
     # a weighted triangle 0-1-2, a pendant 3 on 2, and 4 with no edge (dangling)
     a, b = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3])
@@ -164,7 +166,8 @@ def test_pagerank_solves_the_pagerank_equation_with_dangling_concepts() -> None:
 
 
 def test_display_names_do_not_depend_on_the_order_documents_arrive_in(store: Path) -> None:
-    from granrag_mcp.store.graph import build_graph, read_phrases
+    from granrag_mcp.indexing.graph import build_graph
+    from granrag_mcp.store.graph import read_phrases
 
     snapshot = Snapshot.open(store)
     phrases = read_phrases(snapshot.folder)

@@ -1,0 +1,157 @@
+"""Concepts of a text, found offline with no model: proper names and noun-phrase terms, as concept keys.
+
+* Names: runs of capitalised words, joined by "of", "de", "van" and the like ("University of Warsaw", "Charles
+  de Gaulle", "Austria-Hungary", "NFL"), without a leading stop word ("The Beatles" is "Beatles"); a name's
+  connector-separated parts count too ("Warsaw" in "University of Warsaw").
+* Terms: runs of lower-case content words between stop words and punctuation; a run's head (its last word) and
+  its last two and three words ("steam engine", "alternating current motor").
+
+Nothing is ranked away: every candidate is a concept wherever two sentences mention it (the graph's rule), so a
+name that occurs twice is never lost to a keyphrase score. Sentences are matched against the whole vocabulary
+afterwards (`ConceptMatcher`), so a concept found in one document also counts where another mentions it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from granrag_mcp.text.words import CONNECTORS, MAX_WORDS, NAME_STOP, STOP, concept_key, fold, strip_possessive, tokens
+
+MAX_TERM_WORDS = 3
+VERB_FOLLOWS = frozenset(
+    "he she it they we i you who which that to is was were are be been being has have had will would can could "
+    "may might should must do does did not also often then".split()
+)
+"""Words a verb often follows: a run of content words after one of them, or after a content word (a subject),
+likely starts with a verb ("they built bridges", "Tesla built motors"), so its first word is left out; after
+anything else (an article, a preposition, "than", a comma) the run is a noun phrase ("than sliding friction")."""
+
+
+VERBS = frozenset(
+    "said say says built began begun become became won led held took taken gave given went gone came come found "
+    "wrote written told saw seen got left kept brought bought thought sent grew grown fell ran rose knew meant "
+    "paid lost sold stood spent taught fought caught won't".split()
+)
+
+
+def _verb(word: str) -> bool:
+    """A word taken for a verb: it ends a term ("the laboratory burned") and may start an object ("built motors")."""
+    return word in VERBS or (len(word) > 4 and word.endswith("ed") and not word.endswith("eed"))
+
+
+def _verb_first(after: str) -> bool:
+    return after in VERB_FOLLOWS or (after[:1].isalpha() and after not in STOP and not _verb(after))
+
+
+def _capitalised(token: str) -> bool:
+    return token[0].isupper() and token[0].isalpha()
+
+
+def _names(run: list[str]) -> Iterable[str]:
+    """A run of capitalised words and connectors as names: the whole (trimmed) and every shorter span of it that
+    starts and ends on a capitalised word ("Kabaty" and "Kabaty Woods" in "Kabaty Woods Nature Reserve")."""
+    while run and (run[0].lower() in NAME_STOP or run[0] in CONNECTORS):  # "Von Miller" keeps its "Von"
+        run = run[1:]
+    while run and run[-1][0].islower():
+        run = run[:-1]
+    if not run:
+        return
+    if len(run) <= MAX_WORDS:
+        yield " ".join(run)
+    starts = [n for n, word in enumerate(run) if word[0].isupper() and len(word) > 1 and word.lower() not in NAME_STOP]
+    for first in starts:
+        for last in starts:
+            if first <= last and last - first < min(MAX_WORDS, len(run) - 1):
+                yield " ".join(run[first : last + 1])
+
+
+def _terms(run: list[str]) -> Iterable[str]:
+    """A run of lower-case content words as terms: its head, and its last two and three words."""
+    for width in range(1, min(MAX_TERM_WORDS, len(run)) + 1):
+        first = run[-width]
+        if width > 1 and first.endswith("ly"):
+            break
+        yield " ".join(run[-width:])
+
+
+def candidates(text: str) -> Iterable[str]:
+    """Every name and term of a text as written (possessives dropped), in reading order, with repeats."""
+    name: list[str] = []
+    term: list[str] = []
+    after = ""  # the word before the current run of lower-case content words
+    for token in [*tokens(text), "."]:
+        word = strip_possessive(token) if token[0].isalpha() else token
+        lower = word.lower()
+        if word[:1].isalpha() and _capitalised(word):
+            name.append(word)
+        elif name and (lower in CONNECTORS or lower == "the"):
+            name.append(lower)
+        else:
+            yield from _names(name)
+            name = []
+        if word[:1].isalpha() and word.islower() and lower not in STOP and len(word) > 2 and not _verb(word):
+            term.append(word)
+        else:
+            yield from _terms(term[1:] if _verb_first(after) else term)
+            term = []
+            after = lower
+        if word != token:  # a possessive ends a name and a term: "Tesla's laboratory"
+            yield from _names(name)
+            yield from _terms(term[1:] if _verb_first(after) else term)
+            name, term, after = [], [], "the"  # a possessive is a determiner: "Tesla's laboratory"
+
+
+def extract(text: str) -> list[tuple[str, str]]:
+    """A text's concepts as (key, surface form), the most frequent surface of each key, most frequent key first."""
+    surfaces: dict[str, Counter[str]] = {}
+    for phrase in candidates(text):
+        key = concept_key(phrase)
+        if key is not None:
+            surfaces.setdefault(key, Counter())[phrase] += 1
+    ranked = sorted(surfaces.items(), key=lambda item: -item[1].total())
+    return [(key, counter.most_common(1)[0][0]) for key, counter in ranked]
+
+
+class ConceptMatcher:
+    """Finds the concepts of a vocabulary in sentences, every match, nested ones included: "Nikola Tesla" and
+    "Tesla" are both found in "Nikola Tesla built", and `apart` keeps them from linking each other."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.index = {key: n for n, key in enumerate(keys)}
+        self.width = max((key.count(" ") + 1 for key in self.index), default=1)
+
+    def find(self, sentence: str) -> list[int]:
+        """Vocabulary positions of the concepts in a sentence, each once, in reading order."""
+        return list(dict.fromkeys(hit for hit, _, _ in self.spans(sentence)))
+
+    def spans(self, sentence: str) -> list[tuple[int, int, int]]:
+        """Every match as (vocabulary position, first word, word after the last)."""
+        folded = [fold(t) if t[0].isalnum() else t for t in tokens(sentence)]
+        found = []
+        for position in range(len(folded)):
+            for width in range(1, min(self.width, len(folded) - position) + 1):
+                hit = self.index.get(" ".join(folded[position : position + width]))
+                if hit is not None:
+                    found.append((hit, position, position + width))
+        return found
+
+
+def apart(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """Pairs of different concepts whose matches do not overlap anywhere in the sentence: "sliding friction" and
+    "friction" in one phrase are one mention, not a link."""
+    pairs: set[tuple[int, int]] = set()
+    overlapping: set[tuple[int, int]] = set()
+    for i, (a, a_start, a_end) in enumerate(spans):
+        for b, b_start, b_end in spans[i + 1 :]:
+            if a != b:
+                (pairs if a_end <= b_start or b_end <= a_start else overlapping).add((min(a, b), max(a, b)))
+    return sorted(pairs - overlapping)
+
+
+def display_names(surfaces: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """For each key, its most frequent surface form (ties: the first seen)."""
+    counts: dict[str, Counter[str]] = {}
+    for key, surface in surfaces:
+        counts.setdefault(key, Counter())[surface] += 1
+    return {key: counter.most_common(1)[0][0] for key, counter in counts.items()}
