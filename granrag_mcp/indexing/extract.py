@@ -42,7 +42,7 @@ def extract_text(source: SourceFile) -> ExtractedText:
     The file is read once, and its `content_hash` is of those very bytes: a file rewritten during the run is
     stored with the hash of the text that was indexed, so the next run sees the change.
     """
-    data = read_file(source.path)
+    data = read_file(source.path, source.roots, source.max_bytes)
     if source.suffix in _TEXT_SUFFIXES:
         extracted = _extract_plain(source.path, data)
     elif source.suffix == ".pdf":

@@ -24,14 +24,15 @@ from granrag_mcp.errors import (
 )
 from granrag_mcp.indexing.chunk_vectors import level_vectors
 from granrag_mcp.indexing.chunking import chunk_document
-from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
+from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash, text_of
 from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
 from granrag_mcp.indexing.semantic_chunking import semantic_documents
+from granrag_mcp.indexing.sentences import check_sentence_cap
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
-from granrag_mcp.settings import ChunkSettings, VectorMode
+from granrag_mcp.settings import ChunkSettings, LimitSettings, VectorMode
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.lexical import LexicalIndex
@@ -113,18 +114,22 @@ def index_paths(
     parallel: ParallelStages | None = None,
     token_vector_dims: int = 0,
     graph: bool = True,
+    roots: Sequence[Path] | None = None,
+    limits: LimitSettings | None = None,
 ) -> IndexSummary:
     """Index `paths` into one new generation. `token_vector_dims`: store the sentences' token vectors reduced to
-    that many dimensions (0: only if the store has them already)."""
+    that many dimensions (0: only if the store has them already). `roots`: real folders every file must lie in
+    when it is read (None: anywhere); `limits`: what the run may read."""
     progress = progress or Progress(enabled=False)
     summary = IndexSummary(store=Path(store_root))
     clock = _Stopwatch(summary)
-    found = discover([Path(p) for p in paths])
+    limits = limits or LimitSettings()
+    found = discover([Path(p) for p in paths], roots, limits)
     if found.missing:
         raise InvalidInputError(f"no such file or folder: {', '.join(str(p) for p in found.missing)}")
     summary.unsupported = len(found.unsupported)
-    summary.failed += [(str(p), "duplicate document id") for p in found.duplicates]
-    summary.failed += [(str(p), reason) for p, reason in found.skipped]
+    summary.failed += [(text_of(str(p)), "duplicate document id") for p in found.duplicates]
+    summary.failed += [(text_of(str(p)), reason) for p, reason in found.skipped]
     if not found.files:
         raise NoDocumentsError(
             f"nothing to index in {', '.join(str(p) for p in paths)}: no .txt, .md, .pdf, .html or .htm file "
@@ -152,6 +157,7 @@ def index_paths(
                 parallel=parallel,
                 token_vector_dims=token_vector_dims,
                 graph=graph,
+                max_sentences=limits.max_sentences,
             )
         finally:
             if base is not None:
@@ -175,6 +181,7 @@ def _index_with_base(
     parallel: ParallelStages | None = None,
     token_vector_dims: int = 0,
     graph: bool = True,
+    max_sentences: int = 0,
 ) -> IndexSummary:
     # A store with token vectors keeps them: a run that does not ask for them still computes them for its documents.
     token_dims = token_vector_dims or ((base.manifest.identity.token_vector_dims or 0) if base else 0)
@@ -200,10 +207,10 @@ def _index_with_base(
     with clock.stage("hash"):
         for source in files:
             try:
-                digest = file_hash(source.path)
+                digest = file_hash(source.path, source.roots, source.max_bytes)
             except ExtractionError as exc:  # gone or unreadable since discovery: the others are still indexed
                 log.warning("skipped %s: %s", source.path, exc.reason)
-                summary.failed.append((str(source.path), exc.reason))
+                summary.failed.append((text_of(str(source.path)), exc.reason))
                 continue
             if known.get(source.doc_id) == digest:
                 summary.unchanged += 1
@@ -223,20 +230,21 @@ def _index_with_base(
         with clock.stage("extract"):
             try:
                 extracted = outcomes[number - 1].result(source) if outcomes is not None else extract_text(source)
+                check_sentence_cap(source.path, extracted.text, max_sentences)
             except ExtractionError as exc:
                 log.warning("skipped %s: %s", source.path, exc.reason)
-                summary.failed.append((str(source.path), exc.reason))
+                summary.failed.append((text_of(str(source.path)), exc.reason))
                 continue
         if extracted.content_hash != digest:
             log.warning("%s changed while it was being indexed; indexed it as last read", source.path)
-            summary.changed_while_read.append(str(source.path))
+            summary.changed_while_read.append(text_of(str(source.path)))
             digest = extracted.content_hash
         if extracted.replaced_bytes:
             log.warning("%s has bytes that are not valid %s; they were replaced", source.path, extracted.encoding)
-            summary.replaced_bytes.append(str(source.path))
+            summary.replaced_bytes.append(text_of(str(source.path)))
         elif extracted.guessed_encoding:
             log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
-            summary.guessed_encodings.append((str(source.path), extracted.encoding))
+            summary.guessed_encodings.append((text_of(str(source.path)), extracted.encoding))
         with clock.stage("chunk"):
             if outcomes is not None:
                 spans, n_tokens = outcomes[number - 1].spans, outcomes[number - 1].n_tokens
@@ -450,7 +458,8 @@ def write_generation(
             for chunk in chunks[level]:
                 by_doc.setdefault(chunk.doc_id, []).append(chunk)
         for doc in new_docs:
-            info = DocumentInfo(doc.source.doc_id, doc.content_hash, str(doc.source.path), len(doc.text), doc.n_tokens)
+            shown = text_of(str(doc.source.path))
+            info = DocumentInfo(doc.source.doc_id, doc.content_hash, shown, len(doc.text), doc.n_tokens)
             catalog.insert_document(info, doc.text, by_doc.get(doc.source.doc_id, []))
         catalog.commit()
         for level in LEVELS:
