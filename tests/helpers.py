@@ -77,5 +77,5 @@ def fake_index(paths: list[Path], settings: Settings, embedder: FakeEmbedder, **
         chunking=settings.chunking,
         vector_mode=settings.vector_mode,
         model_name=settings.model,
-        **{"graph": settings.graph, **options},
+        **{"graph": settings.graph, "limits": settings.limits, **options},
     )
