@@ -7,6 +7,7 @@ Each is a clear refusal or warning in one line, and nothing in the store or the 
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,11 @@ from mcp_types import ListRootsResult, Root
 from pydantic import ValidationError
 
 from granrag_mcp.log_format import OneLineFormatter
-from granrag_mcp.server.app import build_server
 from granrag_mcp.server.http import BearerTokenMiddleware
-from granrag_mcp.server.writes import OutsideRootsError, root_path
+from granrag_mcp.server.writes import OutsideRootsError, Runs, root_path
 from granrag_mcp.settings import Settings
-from tests.server.test_app import call, fail, fake_engine, run
-from tests.server.test_tools_write import SlowEmbedder, server_for
+from tests.server.test_app import call, fail, run
+from tests.server.test_tools_write import server_for
 
 
 def with_roots(*uris: str):
@@ -92,31 +92,45 @@ def test_index_paths_lists_only_the_doc_ids_it_indexed(library) -> None:
     assert sorted(result["doc_ids"]) == ["deep/comet.txt", "kettle.md"]
 
 
-def test_a_run_cancelled_while_it_starts_is_not_busy_on_the_immediate_retry(library) -> None:
-    slow = SlowEmbedder()
-    server = build_server(library["settings"], lambda s: fake_engine(s, slow))
-    notes = library["root"] / "notes"
+class Caller:
+    """What `Runs.execute` needs of a tool call's context."""
 
-    async def scenario(client: Client) -> dict[str, Any]:
-        started = anyio.Event()
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        return None
 
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            started.set()
 
+def test_a_cancelled_run_is_not_busy_on_the_immediate_retry() -> None:
+    """A client that cancels and asks again at once (over stdio the cancel is not awaited) finds the server free
+    as soon as the cancelled run reaches its next step, instead of "index busy"."""
+    runs = Runs()
+    in_stage, release = threading.Event(), threading.Event()
+
+    def work(progress: Any) -> Any:
+        progress.update("embedding sentences", 0, 2)
+        in_stage.set()
+        release.wait(10)  # a stretch of work without a progress step, where the cancel is not yet seen
+        progress.update("embedding sentences", 1, 2)  # raises RunCancelled
+        raise AssertionError("the cancelled run went on")
+
+    async def scenario() -> str:
+        first = runs.begin("index", ["a"])
         async with anyio.create_task_group() as group:
+            scope = anyio.CancelScope()
 
-            async def index() -> None:
-                await client.call_tool("index_paths", {"paths": [str(notes)]}, progress_callback=on_progress)
+            async def call() -> None:
+                with scope:
+                    await runs.execute(Caller(), first, work)  # type: ignore[arg-type]
 
-            group.start_soon(index)
-            await started.wait()
-            group.cancel_scope.cancel()
-        result = await client.call_tool("index_paths", {"paths": [str(notes)]})  # at once, no polling
-        return {"error": result.is_error, "text": result.content[0].text, "out": result.structured_content}
+            group.start_soon(call)
+            await anyio.to_thread.run_sync(in_stage.wait)
+            scope.cancel()
+            await anyio.sleep(0.05)
+            threading.Timer(0.3, release.set).start()
+            second = await runs.start("index", ["a"])  # while the first is still stopping
+        assert runs.last is not None
+        return f"{second.kind} after {runs.last.outcome}"
 
-    out = run(server, scenario)
-    assert not out["error"], out["text"]
-    assert out["out"]["outcome"] == "committed"
+    assert anyio.run(scenario) == "index after cancelled"
 
 
 def test_all_zero_weights_are_refused_with_what_to_do(library) -> None:

@@ -29,7 +29,7 @@ from tests.server.test_app import call, run
 from tests.server.test_tools_write import server_for
 
 SECRET = "The vault code is 4417 and the safe sits behind the painting. " * 20
-RACE_SECONDS = 40.0  # the unchecked read leaked within a few seconds in every trial run; the check must hold as long
+RACE_SECONDS = 30.0  # the unchecked read leaked within a few trials each time it was run; the check must hold as long
 
 
 def secret_beside(library: dict[str, Any]) -> Path:
