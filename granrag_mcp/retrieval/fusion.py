@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-from granrag_mcp.errors import InvalidInputError
-
 K = TypeVar("K", bound=Hashable)
 
 DEFAULT_RRF_K = 60
@@ -85,10 +83,6 @@ def _resolve_weights(lists: Mapping[str, object], weights: Mapping[str, float]) 
         if not math.isfinite(weight) or weight < 0:
             raise ValueError(f"weight of list {list_name!r} must be a finite number >= 0, got {weight!r}")
         resolved[list_name] = weight
-    if resolved and not any(resolved.values()):
-        raise InvalidInputError(
-            "every list has weight 0, so the fused order would mean nothing: give at least one list a weight above 0"
-        )
     return resolved
 
 

@@ -16,6 +16,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from granrag_mcp.errors import GranragError
+from granrag_mcp.indexing.discovery import text_of
 from granrag_mcp.server.results import description
 from granrag_mcp.server.state import EngineHolder, holder_of
 from granrag_mcp.server.tools import READ_ONLY
@@ -85,7 +86,7 @@ def register(server: MCPServer, budget: int) -> None:
         roots, origin = await allowed_roots(ctx, holder.settings.allowed_root_paths)
         settings = holder.settings
         checked = await anyio.to_thread.run_sync(check_paths, paths, roots, origin, settings.allow_broad_roots)
-        run = await runs.start("index", [str(p) for p in checked.paths])
+        run = await runs.start("index", [text_of(str(p)) for p in checked.paths])
         try:
             engine = await anyio.to_thread.run_sync(holder.engine)
 
