@@ -30,7 +30,11 @@ def inside(path: Path, roots: Sequence[Path]) -> bool:
 @contextmanager
 def reading(path: Path, roots: Sequence[Path] | None = None, max_bytes: int = 0) -> Iterator[io.BufferedReader]:
     """`path` open for reading if it is a regular file of at most `max_bytes` (0: any size) that lies inside
-    `roots` (real paths; None: anywhere, as on the command line); else ExtractionError saying why."""
+    `roots` (real paths; None: anywhere, as on the command line); else ExtractionError saying why.
+
+    A FIFO would block the run (and its writer lock) until someone writes to it, and a device may never end, so
+    the type is checked before opening and again on the open descriptor, in case the path was replaced between.
+    """
     try:
         target = Path(os.path.realpath(path)) if roots is not None else path
         if roots is not None and not inside(target, roots):
