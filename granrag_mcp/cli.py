@@ -184,7 +184,11 @@ def load_settings(args: argparse.Namespace):
 
 
 def _configure_logging(level: str) -> None:
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level), format="[granrag] %(levelname)s %(message)s")
+    from granrag_mcp.log_format import OneLineFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter("[granrag] %(levelname)s %(message)s"))
+    logging.basicConfig(level=getattr(logging, level), handlers=[handler])
     for noisy in ("sentence_transformers", "transformers", "httpx", "faiss"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 

@@ -41,10 +41,12 @@ def run_index(
     ray_address: str | None = None,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
+    roots: list[Path] | None = None,
 ) -> IndexSummary:
     """Index `paths` into the settings' store, as `granrag-mcp index` does. With engine "ray" the documents are
     extracted, chunked and embedded on a Ray cluster; this process still writes and commits the generation.
-    `embedder`: one already loaded (a server's), else the settings' model is loaded if there is work."""
+    `embedder`: one already loaded (a server's), else the settings' model is loaded if there is work. `roots`: the
+    real folders every file must lie in when it is read (a server's allowed roots; None: anywhere)."""
     from granrag_mcp.indexing.pipeline import index_paths  # the serving path never needs the indexing stages
 
     parallel = None
@@ -64,6 +66,7 @@ def run_index(
         rebuild=rebuild,
         progress=progress or Progress(enabled=not quiet),
         parallel=parallel,
+        roots=roots,
     )
 
 

@@ -210,9 +210,42 @@ class WriteSettings(BaseModel):
         "on POSIX); used when the client offers no MCP roots.",
     )
 
+    @field_validator("allowed_roots")
+    @classmethod
+    def _absolute_roots(cls, value: str) -> str:
+        for part in value.split(os.pathsep):
+            if part.strip() and not Path(part).expanduser().is_absolute():
+                raise ValueError(
+                    f"GRANRAG_ALLOWED_ROOTS entry {part!r} is a relative path, which would depend on the folder the "
+                    "server starts in: give absolute folders"
+                )
+        return value
+
     @property
     def allowed_root_paths(self) -> list[Path]:
         return [Path(part).expanduser() for part in self.allowed_roots.split(os.pathsep) if part.strip()]
+
+
+class LimitSettings(BaseModel):
+    """What one index run may read, so that no folder or file drives the server past a known memory ceiling; what
+    is over a limit is skipped with a warning naming the setting."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_file_bytes: int = Field(64 * 1024 * 1024, ge=0, description="Larger files are skipped unread (0: no limit).")
+    max_sentences: int = Field(
+        100_000, ge=0, description="Documents with more sentences are skipped before they are chunked (0: no limit)."
+    )
+    max_depth: int = Field(
+        100, ge=1, le=100_000, description="Folders deeper than this below a path given to index are not walked."
+    )
+    max_files: int = Field(
+        200_000, ge=1, description="Files one run takes from its folders; the rest are skipped with a warning."
+    )
+    allow_broad_roots: bool = Field(
+        False,
+        description="serve --allow-write: accept an allowed root that covers the whole disk or a home folder entire.",
+    )
 
 
 class HttpSettings(BaseModel):
@@ -250,6 +283,7 @@ class Settings(
     RerankSettings,
     ServerSettings,
     WriteSettings,
+    LimitSettings,
     HttpSettings,
     BaseSettings,
 ):
@@ -270,3 +304,7 @@ class Settings(
     @property
     def chunking(self) -> ChunkSettings:
         return ChunkSettings(**{name: getattr(self, name) for name in ChunkSettings.model_fields})
+
+    @property
+    def limits(self) -> LimitSettings:
+        return LimitSettings(**{name: getattr(self, name) for name in LimitSettings.model_fields})

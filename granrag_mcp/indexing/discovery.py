@@ -4,29 +4,26 @@ without being opened, and each file read once, safely."""
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 import os
-import stat
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.formats import EXTRACTORS
+from granrag_mcp.indexing.safe_read import not_regular, reading
+from granrag_mcp.settings import LimitSettings
 
 log = logging.getLogger(__name__)
-
-# Never blocks on a FIFO and never makes a terminal the controlling one; the file type is checked once it is open.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
 
 
 @dataclass(frozen=True)
 class SourceFile:
     path: Path
-    doc_id: str  # POSIX path relative to the folder given on the command line
+    doc_id: str  # POSIX path relative to the folder given on the command line, always valid UTF-8
     suffix: str  # lowercased, with the dot
+    roots: tuple[Path, ...] | None = field(default=None, compare=False)  # real folders it must lie in when read
+    max_bytes: int = field(default=0, compare=False)  # larger is skipped unread (0: any size)
 
 
 @dataclass
@@ -38,68 +35,43 @@ class Discovery:
     skipped: list[tuple[Path, str]] = field(default_factory=list)  # (path, reason): not a regular file, broken link
 
 
-def file_hash(path: Path) -> str:
+def file_hash(path: Path, roots: Sequence[Path] | None = None, max_bytes: int = 0) -> str:
     """SHA-256 hex digest of the file's raw bytes, read in chunks; ExtractionError if it cannot be read."""
-    with _reading(path) as stream:
+    with reading(path, roots, max_bytes) as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
-def read_file(path: Path) -> bytes:
+def read_file(path: Path, roots: Sequence[Path] | None = None, max_bytes: int = 0) -> bytes:
     """The bytes of a regular file; ExtractionError for anything else or when it cannot be read."""
-    with _reading(path) as stream:
+    with reading(path, roots, max_bytes) as stream:
         return stream.read()
 
 
-@contextmanager
-def _reading(path: Path) -> Iterator[io.BufferedReader]:
-    """`path` open for reading, if it is a regular file.
-
-    A FIFO would block the run (and its writer lock) until someone writes to it, and a device may never end, so
-    the type is checked before opening and again on the open descriptor, in case the path was replaced between.
-    """
+def text_of(name: str) -> str:
+    """A name as valid text: bytes the file system gave that are not UTF-8 (held as surrogates) written as
+    `\\xff` escapes, so doc ids, the catalog and JSON can carry every name, and the same name always maps alike."""
     try:
-        kind = _not_regular(os.stat(path).st_mode)
-        if kind:
-            raise ExtractionError(path, f"not a regular file ({kind})")
-        descriptor = os.open(path, _OPEN_FLAGS)
-        try:
-            kind = _not_regular(os.fstat(descriptor).st_mode)
-            if kind:
-                raise ExtractionError(path, f"not a regular file ({kind})")
-            stream = os.fdopen(descriptor, "rb")
-        except BaseException:
-            os.close(descriptor)
-            raise
-        with stream:
-            yield stream
-    except OSError as error:
-        reason = "it disappeared" if isinstance(error, FileNotFoundError) else error.strerror or str(error)
-        raise ExtractionError(path, f"cannot be read ({reason})") from error
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
-def _not_regular(mode: int) -> str | None:
-    """What kind of file `mode` describes when it is not a regular file, else None."""
-    if stat.S_ISREG(mode):
-        return None
-    kinds = [
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISSOCK, "socket"),
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-        (stat.S_ISDIR, "folder"),
-    ]
-    return next((name for test, name in kinds if test(mode)), "special file")
-
-
-def discover(paths: Sequence[Path]) -> Discovery:
-    """The supported files under `paths` (folders walked recursively), sorted by doc id."""
+def discover(
+    paths: Sequence[Path], roots: Sequence[Path] | None = None, limits: LimitSettings | None = None
+) -> Discovery:
+    """The supported files under `paths` (folders walked to `limits.max_depth`, at most `limits.max_files`),
+    sorted by doc id; each to be read only inside `roots` (real paths) when given."""
+    limits = limits or LimitSettings()
     found = Discovery()
     taken: dict[str, Path] = {}
+    budget = [limits.max_files]
+    kept_roots = tuple(roots) if roots is not None else None
     for root in paths:
         if not root.exists():
             found.missing.append(root)
             continue
-        for path, doc_id in _candidates(root, found.skipped):
+        for path, doc_id in _candidates(root, found.skipped, limits.max_depth, budget):
             suffix = path.suffix.lower()
             if suffix not in EXTRACTORS:  # the formats' registry
                 found.unsupported.append(path)
@@ -108,17 +80,20 @@ def discover(paths: Sequence[Path]) -> Discovery:
                 found.duplicates.append(path)
             else:
                 taken[doc_id] = path
-                found.files.append(SourceFile(path=path, doc_id=doc_id, suffix=suffix))
+                found.files.append(SourceFile(path, doc_id, suffix, kept_roots, limits.max_file_bytes))
     found.files.sort(key=lambda source: source.doc_id)
     return found
 
 
-def _candidates(root: Path, skipped: list[tuple[Path, str]]) -> Iterator[tuple[Path, str]]:
-    """(path, doc_id) of every visible regular file at or under `root`; the others are added to `skipped`."""
+def _candidates(
+    root: Path, skipped: list[tuple[Path, str]], max_depth: int, budget: list[int]
+) -> Iterator[tuple[Path, str]]:
+    """(path, doc_id) of every visible regular file at or under `root`; the others are added to `skipped`.
+    `budget` holds how many more files the run may take, shared by all its paths."""
     if root.is_dir():
-        paths = [(path, path.relative_to(root).as_posix()) for path in _walk(root)]
+        paths = [(path, text_of(path.relative_to(root).as_posix())) for path in _walk(root, max_depth, budget)]
     else:
-        paths = [(root, root.name)]
+        paths = [(root, text_of(root.name))]
     for path, doc_id in paths:
         reason = _why_not_a_file(path)
         if reason is None:
@@ -132,7 +107,7 @@ def _candidates(root: Path, skipped: list[tuple[Path, str]]) -> Iterator[tuple[P
 def _why_not_a_file(path: Path) -> str | None:
     """Why `path` cannot be indexed without opening it (FIFOs, sockets, devices, broken links), else None."""
     try:
-        kind = _not_regular(path.stat().st_mode)
+        kind = not_regular(path.stat().st_mode)
     except FileNotFoundError:
         return "broken symbolic link" if path.is_symlink() else "it disappeared"
     except OSError as error:
@@ -140,13 +115,45 @@ def _why_not_a_file(path: Path) -> str | None:
     return None if kind is None else f"not a regular file ({kind})"
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Files under `root`, depth first in name order, skipping hidden names and symlinked folders."""
-    for folder, subfolders, filenames in os.walk(root, onerror=_log_walk_error, followlinks=False):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                yield Path(folder, name)
+def _walk(root: Path, max_depth: int, budget: list[int]) -> Iterator[Path]:
+    """Files under `root`, depth first in name order, skipping hidden names and symlinked folders. A stack, not
+    recursion, so any depth the file system allows is walked or skipped with a warning, never a RecursionError."""
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted((entry for entry in scan if not entry.name.startswith(".")), key=lambda e: e.name)
+        except OSError as error:
+            _log_walk_error(error)
+            continue
+        subfolders = []
+        for entry in entries:
+            folder_kind = _folder_kind(entry)
+            if folder_kind == "folder":
+                subfolders.append(entry)
+            if folder_kind is not None:  # a link to a folder is not followed, as before
+                continue
+            if budget[0] <= 0:
+                log.warning("skipped %s and the files after it: over GRANRAG_MAX_FILES (run limit reached)", entry.path)
+                stack.clear()
+                return
+            budget[0] -= 1
+            yield Path(entry.path)
+        if subfolders and depth + 1 > max_depth:
+            log.warning("skipped the folders in %s: deeper than GRANRAG_MAX_DEPTH (%d)", folder, max_depth)
+            continue
+        stack.extend((Path(entry.path), depth + 1) for entry in reversed(subfolders))
+
+
+def _folder_kind(entry: os.DirEntry[str]) -> str | None:
+    """ "folder", "link" for a symbolic link to a folder, or None for anything else."""
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            return "folder"
+        return "link" if entry.is_symlink() and entry.is_dir() else None
+    except OSError:
+        return None
 
 
 def _log_walk_error(error: OSError) -> None:

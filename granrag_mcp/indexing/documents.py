@@ -12,7 +12,7 @@ from granrag_mcp.embedding.embedder import Embedder, gives_tokens
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.indexing.chunk_vectors import level_vectors
 from granrag_mcp.indexing.chunking import chunk_document
-from granrag_mcp.indexing.discovery import SourceFile
+from granrag_mcp.indexing.discovery import SourceFile, text_of
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
@@ -38,7 +38,9 @@ class NewDocument:
     @property
     def info(self) -> DocumentInfo:
         """What the catalog keeps about the document besides its text and chunks."""
-        return DocumentInfo(self.source.doc_id, self.content_hash, str(self.source.path), len(self.text), self.n_tokens)
+        return DocumentInfo(
+            self.source.doc_id, self.content_hash, text_of(str(self.source.path)), len(self.text), self.n_tokens
+        )
 
 
 def chunk_text(text: str, tokenizer: Tokenizer, chunking: ChunkSettings) -> tuple[list[ChunkSpan], int]:

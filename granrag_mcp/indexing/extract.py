@@ -20,7 +20,7 @@ def extract_text(source: SourceFile) -> ExtractedText:
     The file is read once, here, and its `content_hash` is of those very bytes: a file rewritten during the run is
     stored with the hash of the text that was indexed, so the next run sees the change.
     """
-    data = read_file(source.path)
+    data = read_file(source.path, source.roots, source.max_bytes)
     extractor = EXTRACTORS.get(source.suffix)
     if extractor is None:
         raise ExtractionError(source.path, f"unsupported file type {source.suffix!r}")

@@ -15,7 +15,7 @@ import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import ExtractionError, InvalidInputError, NoDocumentsError
-from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash
+from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash, text_of
 from granrag_mcp.indexing.documents import (
     NewDocument,
     assign_ids,
@@ -28,6 +28,7 @@ from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.indexing.formats import format_list
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
 from granrag_mcp.indexing.semantic_chunking import semantic_documents
+from granrag_mcp.indexing.sentences import check_sentence_cap
 from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk
@@ -85,16 +86,18 @@ def index_paths(
     rebuild: bool = False,
     progress: Progress | None = None,
     parallel: ParallelStages | None = None,
+    roots: Sequence[Path] | None = None,
 ) -> IndexSummary:
     """Index `paths` into one new generation of `settings.store`, made as `settings` say (model, chunking, vector
-    mode, token vectors, graph). A store with token vectors keeps them on a run that does not ask for them."""
+    mode, token vectors, graph, limits). A store with token vectors keeps them on a run that does not ask for them.
+    `roots`: the real folders every file must lie in when it is read (None: anywhere)."""
     summary = IndexSummary(store=Path(settings.store))
-    found = discover([Path(p) for p in paths])
+    found = discover([Path(p) for p in paths], roots, settings.limits)
     if found.missing:
         raise InvalidInputError(f"no such file or folder: {', '.join(str(p) for p in found.missing)}")
     summary.unsupported = len(found.unsupported)
-    summary.failed += [(str(p), "duplicate document id") for p in found.duplicates]
-    summary.failed += [(str(p), reason) for p, reason in found.skipped]
+    summary.failed += [(text_of(str(p)), "duplicate document id") for p in found.duplicates]
+    summary.failed += [(text_of(str(p)), reason) for p, reason in found.skipped]
     if not found.files:
         raise NoDocumentsError(
             f"nothing to index in {', '.join(str(p) for p in paths)}: no {format_list()} file "
@@ -231,7 +234,7 @@ class _IndexRun:
         with self.clock.stage("hash"):
             for source in files:
                 try:
-                    digest = file_hash(source.path)
+                    digest = file_hash(source.path, source.roots, source.max_bytes)
                 except ExtractionError as exc:  # gone or unreadable since discovery: the others are still indexed
                     self._failed(source, exc)
                     continue
@@ -243,7 +246,7 @@ class _IndexRun:
 
     def _failed(self, source: SourceFile, exc: ExtractionError) -> None:
         log.warning("skipped %s: %s", source.path, exc.reason)
-        self.summary.failed.append((str(source.path), exc.reason))
+        self.summary.failed.append((text_of(str(source.path)), exc.reason))
 
     def _read(
         self, changed: list[tuple[SourceFile, str]], known: dict[str, str]
@@ -264,19 +267,20 @@ class _IndexRun:
             with self.clock.stage("extract"):
                 try:
                     extracted = outcome.result(source) if outcome is not None else extract_text(source)
+                    check_sentence_cap(source.path, extracted.text, self.settings.limits.max_sentences)
                 except ExtractionError as exc:
                     self._failed(source, exc)
                     continue
             if extracted.content_hash != digest:
                 log.warning("%s changed while it was being indexed; indexed it as last read", source.path)
-                summary.changed_while_read.append(str(source.path))
+                summary.changed_while_read.append(text_of(str(source.path)))
                 digest = extracted.content_hash
             if extracted.replaced_bytes:
                 log.warning("%s has bytes that are not valid %s; they were replaced", source.path, extracted.encoding)
-                summary.replaced_bytes.append(str(source.path))
+                summary.replaced_bytes.append(text_of(str(source.path)))
             elif extracted.guessed_encoding:
                 log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
-                summary.guessed_encodings.append((str(source.path), extracted.encoding))
+                summary.guessed_encodings.append((text_of(str(source.path)), extracted.encoding))
             with self.clock.stage("chunk"):
                 if outcome is not None:
                     spans, n_tokens = outcome.spans, outcome.n_tokens

@@ -20,6 +20,9 @@ import re
 import string
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+from granrag_mcp.errors import ExtractionError
 
 Span = tuple[int, int]
 
@@ -142,6 +145,12 @@ class _Line:
     is_list_item: bool
     is_heading: bool
     is_rule: bool
+
+
+def check_sentence_cap(path: Path, text: str, cap: int) -> None:
+    """ExtractionError when `text` has more than `cap` sentences (0: no cap): each costs memory until the commit."""
+    if cap and len(text) > cap and (count := len(split_sentences(text))) > cap:
+        raise ExtractionError(path, f"{count:,} sentences, over GRANRAG_MAX_SENTENCES ({cap:,}); raise it to index it")
 
 
 def split_sentences(text: str) -> list[Span]:

@@ -23,6 +23,10 @@ def check_weights(weights: Mapping[str, float] | None, names: tuple[str, ...]) -
     unknown = sorted(set(weights) - set(names))
     if unknown:
         raise InvalidInputError(f"unknown weight name(s) {unknown}; use {', '.join(names)}")
+    if all(weights.get(name, 1.0) == 0 for name in names):
+        raise InvalidInputError(
+            "every list has weight 0, so the fused order would mean nothing: give at least one list a weight above 0"
+        )
     return weights
 
 

@@ -55,7 +55,9 @@ class BearerTokenMiddleware:
         return scheme.lower() == "bearer" and matches
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket") and not self.authorized(Headers(scope=scope).get("authorization")):
+        # Two Authorization headers are refused: proxies and servers disagree on which one counts.
+        sent = Headers(scope=scope).getlist("authorization") if scope["type"] in ("http", "websocket") else []
+        if scope["type"] in ("http", "websocket") and not (len(sent) == 1 and self.authorized(sent[0])):
             client = scope.get("client")
             log.warning("refused an HTTP request without a valid bearer token from %s", client[0] if client else "?")
             response = JSONResponse(

@@ -49,7 +49,11 @@ def register(server: MCPServer) -> None:
         description=f"The extracted text of an indexed document, {PAGE_CHARS} characters a page: page=1 (the "
         "default) is the beginning; resources/list gives each document's size and pages.",
     )
-    def read_document(doc_id: str, ctx: Context[Any, Any], page: int = 1) -> str:
+    def read_document(doc_id: str, ctx: Context[Any, Any], page: str = "1") -> str:
+        # Taken as text and read here, so that `?page=abc` is one clear line rather than a validation traceback.
+        number = int(page) if page.isascii() and page.isdigit() and len(page) < 10 else 0
+        if number < 1:
+            raise ResourceNotFoundError(f"page must be a whole number from 1, got {page[:20]!r}: ask for ?page=1")
         view, _ = _view(ctx)
         info = next((d for d in view.catalog.documents(doc_id, 1, 0) if d.doc_id == doc_id), None)
         if info is None:
@@ -57,11 +61,11 @@ def register(server: MCPServer) -> None:
                 f"no document {doc_id!r} in the index; resources/list or list_documents show the documents it holds"
             )
         pages = pages_of(info.n_chars)
-        if not 1 <= page <= pages:
+        if number > pages:
             raise ResourceNotFoundError(
                 f"{doc_id!r} has {pages} page(s) of {PAGE_CHARS} characters; ask for page 1 to {pages}"
             )
-        start = (page - 1) * PAGE_CHARS
+        start = (number - 1) * PAGE_CHARS
         return view.catalog.document_slice(doc_id, start, start + PAGE_CHARS) or ""
 
     @server.resource(

@@ -16,11 +16,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from granrag_mcp.errors import GranragError
+from granrag_mcp.indexing.discovery import text_of
 from granrag_mcp.server.results import description
 from granrag_mcp.server.state import EngineHolder, holder_of
 from granrag_mcp.server.tools import READ_ONLY
 from granrag_mcp.server.write_models import IndexStatus, RunResult
-from granrag_mcp.server.writes import Runs, allowed_roots, check_paths, result_of
+from granrag_mcp.server.writes import Runs, allowed_roots, check_paths, indexed_doc_ids, result_of
 
 log = logging.getLogger(__name__)
 A = TypeVar("A", bound=Callable[..., Awaitable[Any]])
@@ -83,21 +84,32 @@ def register(server: MCPServer, budget: int) -> None:
         """
         holder = holder_of(ctx)
         roots, origin = await allowed_roots(ctx, holder.settings.allowed_root_paths)
-        real, doc_ids = await anyio.to_thread.run_sync(check_paths, paths, roots, origin)
-        run = runs.begin("index", [str(p) for p in real])
+        settings = holder.settings
+        checked = await anyio.to_thread.run_sync(check_paths, paths, roots, origin, settings.allow_broad_roots)
+        run = await runs.start("index", [text_of(str(p)) for p in checked.paths])
         try:
             engine = await anyio.to_thread.run_sync(holder.engine)
-            settings = holder.settings
 
             def work(progress):
                 from granrag_mcp.engine import run_index
 
-                return run_index(real, settings, prune=prune, embedder=engine.embedder, progress=progress)
+                return run_index(
+                    checked.paths,
+                    settings,
+                    prune=prune,
+                    embedder=engine.embedder,
+                    progress=progress,
+                    roots=checked.roots,
+                )
 
             summary = await runs.execute(ctx, run, work)
         except GranragError as exc:
             runs.finish(run, result_of(run, None, "failed", str(exc), None))
             raise
+        except BaseException:
+            runs.abandon(run)  # a cancel before the work began; a no-op once the run has finished
+            raise
+        doc_ids = indexed_doc_ids(checked.files, summary)
         if summary.committed:
             message = (
                 f"committed generation {summary.generation}: searches now see it; {summary.added} added, "
@@ -125,7 +137,7 @@ def register(server: MCPServer, budget: int) -> None:
         error and nothing is removed. Searches switch to the index without them when it is committed.
         """
         holder = holder_of(ctx)
-        run = runs.begin("remove", list(doc_ids))
+        run = await runs.start("remove", list(doc_ids))
         try:
             settings = holder.settings
 
@@ -137,6 +149,9 @@ def register(server: MCPServer, budget: int) -> None:
             summary = await runs.execute(ctx, run, work)
         except GranragError as exc:
             runs.finish(run, result_of(run, None, "failed", str(exc), None))
+            raise
+        except BaseException:
+            runs.abandon(run)
             raise
         await announce(holder, ctx)
         message = f"committed generation {summary.generation} without {summary.removed} document(s)"

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -24,8 +24,9 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context
 
 from granrag_mcp.errors import GranragError, IndexBusyError, InvalidInputError
-from granrag_mcp.indexing.discovery import discover
+from granrag_mcp.indexing.discovery import SourceFile, discover, text_of
 from granrag_mcp.indexing.pipeline import IndexSummary
+from granrag_mcp.indexing.safe_read import inside
 from granrag_mcp.levels import LEVELS
 from granrag_mcp.progress import Progress
 from granrag_mcp.server.write_models import FailedFile, RunningJob, RunResult
@@ -33,6 +34,7 @@ from granrag_mcp.server.write_models import FailedFile, RunningJob, RunResult
 log = logging.getLogger(__name__)
 
 MAX_LISTED_DOC_IDS = 200
+STOP_WAIT = 30.0  # seconds a new run waits for a cancelled one to stop before it answers "index busy"
 REPORT_INTERVAL = 0.2  # seconds between progress notifications
 STAGE_SHARES = {  # the share of a run each stage of the indexer covers, so that progress only grows
     "extracting documents": (0.0, 0.15),
@@ -65,11 +67,7 @@ async def allowed_roots(ctx: Context[Any, Any], configured: Sequence[Path]) -> t
         except Exception as exc:  # a client that declared roots but cannot answer: fall back, and say so in the log
             log.warning("the client declared roots but roots/list failed (%s); using GRANRAG_ALLOWED_ROOTS", exc)
         else:
-            roots = [
-                Path(unquote(urlparse(str(root.uri)).path))
-                for root in result.roots
-                if str(root.uri).startswith("file:")
-            ]
+            roots = [root_path(str(root.uri)) for root in result.roots if str(root.uri).startswith("file:")]
             if roots:
                 return roots, "the client's MCP roots"
             # Clients such as MCP Inspector declare roots and list none: the operator's setting then decides.
@@ -77,13 +75,46 @@ async def allowed_roots(ctx: Context[Any, Any], configured: Sequence[Path]) -> t
     return list(configured), "GRANRAG_ALLOWED_ROOTS"
 
 
-def _inside(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path == root or path.is_relative_to(root) for root in roots)
+def root_path(uri: str) -> Path:
+    """The local folder a client's `file:` root names; an error for a root that names another host or hides a
+    parent folder in escaped characters, which the client would not have meant."""
+    parsed = urlparse(uri)
+    if parsed.netloc not in ("", "localhost"):
+        raise OutsideRootsError(
+            f"the client's root {uri!r} names the host {parsed.netloc!r}: only local roots (file:///folder) can be "
+            "indexed; fix the client's roots"
+        )
+    if "%2f" in parsed.path.lower() or "%5c" in parsed.path.lower():
+        raise OutsideRootsError(
+            f"the client's root {uri!r} holds an escaped slash (%2F or %5C): fix the client's roots"
+        )
+    path = unquote(parsed.path)
+    if ".." in PurePosixPath(path).parts:
+        raise OutsideRootsError(f"the client's root {uri!r} climbs to a parent folder (..): fix the client's roots")
+    return Path(path)
 
 
-def check_paths(paths: Sequence[str], roots: Sequence[Path], origin: str) -> tuple[list[Path], list[str]]:
-    """The real paths to index and the doc ids they hold; an error naming the roots for anything outside them,
-    a symbolic link that leads outside included."""
+def too_broad(root: Path) -> str | None:
+    """Why a real root is too broad to hand to an agent: the whole disk or a home folder entire; else None."""
+    if root == Path(root.anchor):
+        return "the whole disk"
+    homes = {Path.home().resolve(), Path("/root")}
+    if root in homes or root.parent in (Path("/home"), Path("/Users")):
+        return "a home folder entire"
+    return None
+
+
+@dataclass
+class Checked:
+    paths: list[Path]  # the real paths to index
+    roots: list[Path]  # the real allowed roots, which every file must still lie in when it is read
+    files: list[SourceFile]  # what discovery found under them now
+
+
+def check_paths(paths: Sequence[str], roots: Sequence[Path], origin: str, allow_broad: bool = False) -> Checked:
+    """The real paths to index and the files they hold; an error naming the roots for anything outside them,
+    a symbolic link that leads outside included, and for a root that covers the whole disk or a home folder
+    unless `allow_broad`."""
     real_roots = [root.resolve() for root in roots]
     shown = ", ".join(str(r) for r in real_roots)
     if not real_roots:
@@ -91,27 +122,44 @@ def check_paths(paths: Sequence[str], roots: Sequence[Path], origin: str) -> tup
             "no folder may be indexed: the client offers no MCP roots and GRANRAG_ALLOWED_ROOTS is empty; restart "
             "the server with --allowed-roots DIR (or GRANRAG_ALLOWED_ROOTS)"
         )
+    for root in real_roots:
+        if not allow_broad and (what := too_broad(root)):
+            raise OutsideRootsError(
+                f"the allowed root {root} ({origin}) is {what}, too broad to let an agent index: name a narrower "
+                "folder, or set GRANRAG_ALLOW_BROAD_ROOTS=true to allow it"
+            )
     real: list[Path] = []
     for raw in paths:
         path = Path(raw).expanduser()
         if not path.is_absolute():
             raise InvalidInputError(f"{raw!r} is a relative path: pass an absolute path inside {shown}")
-        if not path.exists():
+        try:
+            exists = path.exists()
+        except OSError as error:  # a component longer than the file system allows, for one
+            raise InvalidInputError(f"{raw[:200]!r} cannot be a path here ({error.strerror}): check it") from None
+        if not exists:
             raise InvalidInputError(f"no such file or folder: {raw}")
         resolved = path.resolve()
-        if not _inside(resolved, real_roots):
+        if not inside(resolved, real_roots):
             leads = f" (it leads to {resolved})" if resolved != path.absolute() else ""
             raise OutsideRootsError(f"{raw} is outside the allowed roots{leads}: index only under {shown} ({origin})")
         real.append(resolved)
-    found = discover(real)
+    found = discover(real, real_roots)
     for source in found.files:
         target = source.path.resolve()
-        if not _inside(target, real_roots):
+        if not inside(target, real_roots):
             raise OutsideRootsError(
-                f"{source.path} is a symbolic link to {target}, outside the allowed roots: index only under {shown} "
-                f"({origin}); remove the link or index the folders it lies in separately. Nothing was indexed"
+                f"{text_of(str(source.path))} is a symbolic link to {text_of(str(target))}, outside the allowed "
+                f"roots: index only under {shown} ({origin}); remove the link or index the folders it lies in "
+                "separately. Nothing was indexed"
             )
-    return real, [source.doc_id for source in found.files]
+    return Checked(real, real_roots, found.files)
+
+
+def indexed_doc_ids(files: Sequence[SourceFile], summary: IndexSummary) -> list[str]:
+    """The doc ids of `files` that the run did not skip."""
+    failed = {path for path, _ in summary.failed}
+    return [source.doc_id for source in files if text_of(str(source.path)) not in failed]
 
 
 # --- runs --------------------------------------------------------------------------------------------------------
@@ -129,6 +177,7 @@ class Run:
     started: float = field(default_factory=time.monotonic)
     stage: str = "starting"
     progress: float = 0.0
+    stopping: bool = False  # its call was cancelled; it ends at its next step
 
     def info(self) -> RunningJob:
         return RunningJob(
@@ -189,6 +238,14 @@ class Runs:
         self.running: Run | None = None
         self.last: RunResult | None = None
 
+    async def start(self, kind: str, targets: list[str]) -> Run:
+        """`begin`, after waiting (a while) for a cancelled run that is still stopping, so that a caller who
+        cancelled and asks again is not told the server is busy with the run it stopped."""
+        deadline = time.monotonic() + STOP_WAIT
+        while (running := self.running) is not None and running.stopping and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        return self.begin(kind, targets)
+
     def begin(self, kind: str, targets: list[str]) -> Run:
         with self._lock:
             if self.running is not None:
@@ -201,9 +258,16 @@ class Runs:
 
     def finish(self, run: Run, result: RunResult) -> RunResult:
         with self._lock:
-            self.running = None
+            if self.running is run:
+                self.running = None
             self.last = result
         return result
+
+    def abandon(self, run: Run) -> None:
+        """Free the server for the next run when `run`'s call ended before its work could (a cancel while the
+        engine was still loading, for one)."""
+        if self.running is run:
+            self.finish(run, result_of(run, None, "cancelled", "the run was cancelled before it started", None))
 
     async def execute(
         self, ctx: Context[Any, Any], run: Run, work: Callable[[RunProgress], IndexSummary]
@@ -229,6 +293,7 @@ class Runs:
             summary = await anyio.to_thread.run_sync(target, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
             cancelled.set()
+            run.stopping = True
             with anyio.CancelScope(shield=True):
                 while not finished.is_set():
                     await anyio.sleep(0.05)

@@ -61,8 +61,8 @@ def test_a_file_removed_after_discovery_is_skipped_and_the_run_commits(
 ) -> None:
     docs = corpus(tmp_path / "docs", ["a.md", "b.md", "c.md"])
 
-    def discover_then_remove(paths):
-        found = discover(paths)
+    def discover_then_remove(paths, *args):
+        found = discover(paths, *args)
         (docs / "b.md").unlink()  # between listing and hashing
         return found
 
