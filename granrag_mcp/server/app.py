@@ -22,7 +22,7 @@ from mcp_types import INVALID_PARAMS
 
 from granrag_mcp import __version__
 from granrag_mcp.errors import StoreCorruptError, StoreNotFoundError
-from granrag_mcp.server import resources, tools_context, tools_graph, tools_library, tools_search, tools_write
+from granrag_mcp.server import resources, tools_context, tools_graph, tools_library, tools_search
 from granrag_mcp.server.state import EngineHolder, loading
 from granrag_mcp.server.stdio_relay import StdioRelay
 from granrag_mcp.settings import Settings
@@ -67,21 +67,43 @@ def check_store(settings: Settings) -> Manifest:
     return manifest
 
 
-async def explain_uninitialized(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Say what to do when a request comes before the handshake; the SDK answers it with an empty "Invalid request
-    parameters" that names neither the cause nor the fix."""
-    try:
-        return await call_next(ctx)
-    except MCPError as exc:
-        gate = exc.code == INVALID_PARAMS and exc.message == "Invalid request parameters" and exc.error.data == ""
-        if not gate or ctx.session.client_params is not None:
-            raise
-        raise MCPError(
-            INVALID_PARAMS,
-            f"{ctx.method} before the session is initialized: send `initialize`, then "
-            "`notifications/initialized`, first",
-            data={"method": ctx.method},
-        ) from None
+def explained(exc: MCPError, ctx: ServerRequestContext[Any, Any]) -> MCPError:
+    """The error for a request that came before the handshake: the SDK answers it with an empty "Invalid request
+    parameters" that names neither the cause nor the fix. Any other error is returned unchanged."""
+    gate = exc.code == INVALID_PARAMS and exc.message == "Invalid request parameters" and exc.error.data == ""
+    if not gate or ctx.session.client_params is not None:
+        return exc
+    return MCPError(
+        INVALID_PARAMS,
+        f"{ctx.method} before the session is initialized: send `initialize`, then `notifications/initialized`, first",
+        data={"method": ctx.method},
+    )
+
+
+def middleware(holder: EngineHolder) -> Callable[[ServerRequestContext[Any, Any], CallNext], Any]:
+    """The server's one middleware: every request passes through it, so each step is a check that costs next to
+    nothing unless it applies.
+
+    The engine starts loading at the first request after `initialize` (the client's tool list, typically), so the
+    handshake is answered without the load's imports competing for the interpreter.
+    """
+
+    async def around(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        method = ctx.method
+        if method != "initialize":
+            holder.start()
+            holder.watch.remember_legacy_stdio_client(ctx)
+        try:
+            if method == "resources/list":
+                return await resources.list_documents_as_resources(ctx, call_next)
+            return await call_next(ctx)
+        except MCPError as exc:
+            error = explained(exc, ctx)
+            if error is exc:
+                raise
+            raise error from None
+
+    return around
 
 
 def load_engine(settings: Settings) -> Engine:
@@ -97,7 +119,6 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[EngineHolder]:
-        holder.start()  # returns at once: initialize is answered while the engine loads
         async with anyio.create_task_group() as group:
             if settings.watch_interval > 0:  # generations committed by another process (the CLI)
                 group.start_soon(holder.watch.poll, holder.engine, settings.watch_interval)
@@ -115,11 +136,12 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
         log_level=settings.log_level,
         subscriptions=bus,
     )
-    server.middleware.append(explain_uninitialized)
-    server.middleware.append(holder.watch.remember_legacy_stdio_client)
+    server.middleware.append(middleware(holder))
     for group in TOOL_GROUPS:
         group.register(server, settings.max_tokens)
-    if settings.allow_write:  # without it the write tools do not exist
+    if settings.allow_write:  # without it the write tools do not exist, nor is the indexing pipeline imported
+        from granrag_mcp.server import tools_write
+
         tools_write.register(server, settings.max_tokens)
     resources.register(server)
     return server

@@ -78,8 +78,6 @@ def register(server: MCPServer) -> None:
         except GranragError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 
-    server.middleware.append(list_documents_as_resources)
-
 
 def _view(ctx: Context[Any, Any]):
     from mcp.server.mcpserver.exceptions import ToolError
@@ -109,9 +107,10 @@ def _resources(holder: EngineHolder, offset: int) -> tuple[list[Resource], int]:
 
 
 async def list_documents_as_resources(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Add one page of documents to the SDK's `resources/list` answer, with a cursor to the next page."""
+    """Add one page of documents to the SDK's `resources/list` answer, with a cursor to the next page (the server's
+    middleware calls it for that method only)."""
     result = await call_next(ctx)
-    if ctx.method != "resources/list" or not isinstance(result, dict):
+    if not isinstance(result, dict):
         return result
     holder = ctx.lifespan_context
     if not isinstance(holder, EngineHolder):

@@ -1,7 +1,8 @@
 """The server's state, built in `build_server` and yielded by its lifespan: the engine, loading in the background.
 
-The engine (embedding model, store, reranker) loads in its own thread when the server starts, so `initialize` is
-answered at once; a tool called before it is ready waits for it. A dedicated daemon thread rather than a
+The engine (embedding model, store, reranker) loads in its own thread, started by the first request after
+`initialize` (see `app.middleware`), so the handshake is answered at once; a tool called before it is ready waits
+for it. A dedicated daemon thread rather than a
 cancellable task: the build must run to its end even when the connection that started it goes away first, and
 must not hold the process up when it exits.
 """
@@ -50,7 +51,9 @@ class EngineHolder:
         self.watch = LibraryWatch(settings.store, bus, legacy_stdio=settings.transport == "stdio")
 
     def start(self) -> None:
-        """Start building the engine, once; later calls (one per connection) do nothing."""
+        """Start building the engine, once; later calls (one per request) do nothing."""
+        if self._thread is not None:
+            return
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._build, name=ENGINE_THREAD, daemon=True)
@@ -76,6 +79,7 @@ class EngineHolder:
             self._ready.set()
 
     def engine(self, timeout: float = ENGINE_WAIT_SECONDS) -> Engine:
+        self.start()
         if not self._ready.wait(timeout):
             raise ToolError("the index is still loading (the embedding model takes a few seconds); call again")
         if self._engine is None:
