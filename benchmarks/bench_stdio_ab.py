@@ -2,12 +2,14 @@
 
 Each version runs as `granrag-mcp serve` with its own PYTHONPATH (A: `--baseline PATH`, a checkout of the code to
 compare with; B: this checkout), both on the same store and open at the same time. A client that writes and reads
-JSON-RPC lines itself (so no client-side validation of the results is counted) calls each tool in rounds that
-alternate A, B and the in-process core (`--core`: the same retrieval functions on an `Engine` in this process,
+JSON-RPC lines itself (so no client-side validation of the results is counted) calls each tool, call by call in
+turn on A, B and the in-process core (`--core`: the same retrieval functions on an `Engine` in this process,
 query embedding included), so the three see the same load. Cold starts alternate too: process spawn to
 `initialize` answered, and to the first `search_narrow` answered.
 
     .venv/bin/python benchmarks/bench_stdio_ab.py --store /tmp/squad-a-x2 --baseline /tmp/base-checkout --core
+    .venv/bin/python benchmarks/bench_stdio_ab.py --a-env ONEDNN_MAX_CPU_ISA=AVX2 --a-env ATEN_CPU_CAPABILITY=avx2 \
+        --a-env FAISS_OPT_LEVEL=avx2 --core --name stdio_fp32   # A: the fp32 path of a CPU without AVX-512
     .venv/bin/python benchmarks/bench_stdio_ab.py --smoke        # a tiny store and a few calls, nothing saved
 
 Prints one JSON object and writes benchmarks/results/stdio_ab.json (not with --smoke or --no-save).
@@ -40,9 +42,9 @@ CONTEXT = ("expand_window", "get_parent", "get_chunks", "list_documents")
 class LineClient:
     """An MCP client over the server's stdio that writes and reads the JSON-RPC lines itself."""
 
-    def __init__(self, store: Path, pythonpath: str) -> None:
+    def __init__(self, store: Path, pythonpath: str, extra_env: dict[str, str] | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OMP_NUM_THREADS")}
-        env |= {"PYTHONPATH": pythonpath, "HF_HUB_OFFLINE": "1", "GRANRAG_LOG_LEVEL": "WARNING"}
+        env |= {"PYTHONPATH": pythonpath, "HF_HUB_OFFLINE": "1", "GRANRAG_LOG_LEVEL": "WARNING"} | (extra_env or {})
         env["TOKENIZERS_PARALLELISM"] = "false"
         self.began = time.perf_counter()
         self.process = subprocess.Popen(
@@ -58,6 +60,7 @@ class LineClient:
             {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
         )
         self.initialized_s = time.perf_counter() - self.began
+        self.initialize_cpu_s = cpu_seconds(self.process.pid)
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def send(self, message: dict[str, Any]) -> None:
@@ -88,6 +91,15 @@ class LineClient:
             self.process.kill()
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) a process has used so far: the start-up cost that the load does not inflate."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def core_calls(store: Path) -> Callable[[str, dict[str, Any]], None]:
     """The same work as each tool, on the retrieval core in this process."""
     from granrag_mcp.engine import Engine
@@ -97,6 +109,11 @@ def core_calls(store: Path) -> Callable[[str, dict[str, Any]], None]:
     from granrag_mcp.retrieval.window import expand_window
     from granrag_mcp.settings import Settings
 
+    import faiss
+    import torch
+
+    torch.set_num_threads(1)  # as the server runs its calls (see app.run_server)
+    faiss.omp_set_num_threads(1)
     engine = Engine(Settings(store=store, log_level="WARNING"), load_reranker_now=False)
     work: dict[str, Callable[[dict[str, Any]], Any]] = {
         "search_narrow": lambda a: search_level(engine.view(), a["query"], "narrow", 10),
@@ -138,17 +155,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     _, all_questions = squad_corpus.load(args.squad)
     questions = [q.question for q in squad_corpus.sample(all_questions, None, args.seed)]
     here = str(_common.ROOT)
-    variants = {"B": here} | ({"A": args.baseline} if args.baseline else {})
+    variants = {"B": here} | ({"A": args.baseline or here} if args.baseline or args.a_env else {})
+    envs = {"A": dict(pair.split("=", 1) for pair in args.a_env)}
     cold: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for number in range(args.cold_starts):
         for name in sorted(variants) if number % 2 == 0 else sorted(variants, reverse=True):
-            client = LineClient(args.store, variants[name])
+            client = LineClient(args.store, variants[name], envs.get(name))
             client.call("search_narrow", {"query": questions[-1 - number]})
             cold[name].append(
-                {"initialize_s": client.initialized_s, "first_search_narrow_s": time.perf_counter() - client.began}
+                {
+                    "initialize_s": client.initialized_s,
+                    "initialize_cpu_s": client.initialize_cpu_s,
+                    "first_search_narrow_s": time.perf_counter() - client.began,
+                }
             )
             client.close()
-    clients = {name: LineClient(args.store, path) for name, path in variants.items()}
+    clients = {name: LineClient(args.store, path, envs.get(name)) for name, path in variants.items()}
     for client in clients.values():
         client.call("search_narrow", {"query": questions[-100]})  # waits for the engine to load
     _, first = clients["B"].call("search_narrow", {"query": questions[-101], "k": 20})
@@ -163,10 +185,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     times: dict[str, dict[str, list[float]]] = {name: {t: [] for t in tools} for name in callers}
     loads = []
     for r in range(args.rounds):
-        order = list(callers) if r % 2 == 0 else list(reversed(callers))
         for tool in tools:
-            for name in order:
-                for i, arguments in enumerate(work[tool][r]):
+            for i, arguments in enumerate(work[tool][r]):  # call by call, A, B and core in turn
+                for name in list(callers) if (r + i) % 2 == 0 else list(reversed(callers)):
                     began = time.perf_counter()
                     callers[name](tool, arguments)
                     if i >= args.warmup:
@@ -183,7 +204,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "stdio_ab",
         "machine": info,
         "git": _common.git_revision(),
-        "variants": {"A": "the baseline checkout (--baseline)", "B": "this checkout"} if args.baseline else {},
+        "variants": {"A": f"{args.baseline or 'this checkout'} with {args.a_env}", "B": "this checkout"}
+        if "A" in variants
+        else {},
         "store_chunks": bench_tools.store_chunks(args.store),
         "rounds": args.rounds,
         "calls_per_tool_and_round": args.calls,
@@ -192,6 +215,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             name: {
                 "runs": [{k: round(v, 3) for k, v in s.items()} for s in starts],
                 "initialize_median_s": round(statistics.median(s["initialize_s"] for s in starts), 3),
+                "initialize_cpu_median_s": round(statistics.median(s["initialize_cpu_s"] for s in starts), 3),
                 "first_search_narrow_median_s": round(statistics.median(s["first_search_narrow_s"] for s in starts), 3),
             }
             for name, starts in cold.items()
@@ -210,6 +234,13 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=2, help="when indexing the store: copies of each article")
     parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
     parser.add_argument("--baseline", help="PYTHONPATH of the version to compare with (a checkout's root)")
+    parser.add_argument(
+        "--a-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment of server A only (repeatable); without --baseline, A is this checkout with it",
+    )
     parser.add_argument("--core", action="store_true", help="also the same work in process, alternating")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--calls", type=int, default=20, help="measured calls per tool, variant and round")
@@ -229,24 +260,15 @@ def main() -> None:
                 2,
                 2,
                 1,
-                1,
+                0,
             )
-            args.squad = smoke_squad(args.squad, Path(tmp))
+            args.squad = squad_corpus.small_copy(args.squad, Path(tmp))
             _common.emit(run(args))
         return
     result = run(args)
     if not args.no_save:
         _common.save_result(args.name, result)
     _common.emit(result)
-
-
-def smoke_squad(squad: Path, folder: Path) -> Path:
-    """A SQuAD file of two articles, for smoke runs."""
-    data = json.loads(squad.read_text(encoding="utf-8"))
-    data["data"] = data["data"][:2]
-    small = folder / "squad-small.json"
-    small.write_text(json.dumps(data), encoding="utf-8")
-    return small
 
 
 if __name__ == "__main__":

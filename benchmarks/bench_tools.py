@@ -409,6 +409,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument(
+        "--smoke", action="store_true", help="a store of two articles, a few calls per tool, --core; nothing saved"
+    )
+    parser.add_argument(
         "--server-threads",
         type=int,
         help="OMP_NUM_THREADS for the server (torch and FAISS threads); default: their own default",
@@ -436,6 +439,16 @@ def main() -> None:
     if args.breakdown_child:
         startup_breakdown_child(args.breakdown_child, args.breakdown_question)
         return
+    if args.smoke:
+        with tempfile.TemporaryDirectory(prefix="granrag-bench-smoke-") as tmp:
+            args.store, args.copies, args.calls, args.heavy_calls, args.cold_starts = Path(tmp) / "store", 1, 3, 1, 1
+            args.squad, args.core, args.no_save = squad_corpus.small_copy(args.squad, Path(tmp)), True, True
+            run(args)
+        return
+    run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     import anyio
 
     info = _common.machine()
@@ -504,7 +517,7 @@ def main() -> None:
     }
     if args.core:
         result["core_in_process"] = core_latency(args.store, chosen, args.calls, args.heavy_calls, args.seed, tools)
-        result["startup_breakdown"] = startup_breakdown(args.store, chosen[0], 3)
+        result["startup_breakdown"] = startup_breakdown(args.store, chosen[0], 1 if args.smoke else 3)
     if not args.no_save:
         _common.save_result(args.name, result)
     _common.emit(result)

@@ -150,8 +150,7 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
 def run_server(settings: Settings) -> None:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
     # One thread per tool call for torch's (OpenMP) math, unless the user chose otherwise; set before torch loads.
-    # Calls run in parallel worker threads, and a team of spinning OpenMP threads per call stalls when the cores are
-    # busy: on 2 cores shared with one other busy process, a one-query embedding took ~490 ms instead of ~8 ms.
+    # Calls run in parallel worker threads, and a team of spinning OpenMP threads per call stalls on busy cores.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         manifest = check_store(settings)

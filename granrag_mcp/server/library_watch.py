@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -34,10 +35,10 @@ log = logging.getLogger(__name__)
 UNSEEN = CurrentPointer("", "")
 
 
-def document_uri(doc_id: str) -> str:
-    from granrag_mcp.server.resources import document_uri as uri
-
-    return uri(doc_id)
+def document_uri(doc_id: str, page: int | None = None) -> str:
+    """The resource URI of a document (of one page of it, past the first); `resources` reads them."""
+    uri = f"granrag://documents/{quote(doc_id, safe='/')}"
+    return uri if page is None or page == 1 else f"{uri}?page={page}"
 
 
 def _pointer(store: Path) -> CurrentPointer | None:

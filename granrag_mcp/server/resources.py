@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import quote
 
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -19,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import Resource
 
 from granrag_mcp.errors import GranragError
+from granrag_mcp.server.library_watch import document_uri
 from granrag_mcp.server.state import EngineHolder, holder_of
 
 log = logging.getLogger(__name__)
@@ -29,11 +29,6 @@ PAGE_CHARS = 50_000
 """Characters of a document per resource read: long documents are read page by page (`?page=2`...)."""
 LIST_PAGE = 100
 """Documents per `resources/list` page."""
-
-
-def document_uri(doc_id: str, page: int | None = None) -> str:
-    uri = f"granrag://documents/{quote(doc_id, safe='/')}"
-    return uri if page is None or page == 1 else f"{uri}?page={page}"
 
 
 def pages_of(n_chars: int) -> int:
