@@ -102,15 +102,15 @@ def cpu_seconds(pid: int) -> float:
 
 def core_calls(store: Path) -> Callable[[str, dict[str, Any]], None]:
     """The same work as each tool, on the retrieval core in this process."""
+    import faiss
+    import torch
+
     from granrag_mcp.engine import Engine
     from granrag_mcp.retrieval.level_search import search_level
     from granrag_mcp.retrieval.parents import find_parents
     from granrag_mcp.retrieval.rrf import search_rrf
     from granrag_mcp.retrieval.window import expand_window
     from granrag_mcp.settings import Settings
-
-    import faiss
-    import torch
 
     torch.set_num_threads(1)  # as the server runs its calls (see app.run_server)
     faiss.omp_set_num_threads(1)
