@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
@@ -80,7 +80,7 @@ def explained(exc: MCPError, ctx: ServerRequestContext[Any, Any]) -> MCPError:
     )
 
 
-def middleware(holder: EngineHolder) -> Callable[[ServerRequestContext[Any, Any], CallNext], Any]:
+def middleware(holder: EngineHolder) -> ServerMiddleware[Any]:
     """The server's one middleware: every request passes through it, so each step is a check that costs next to
     nothing unless it applies.
 
