@@ -91,6 +91,12 @@ class LineClient:
             self.process.kill()
 
 
+def revision(folder: str) -> str:
+    """The commit a checkout is at (not its path, which names this machine)."""
+    done = subprocess.run(["git", "-C", folder, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return f"the checkout of {done.stdout.strip()}" if done.returncode == 0 else "the baseline checkout"
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user and system) a process has used so far: the start-up cost that the load does not inflate."""
     try:
@@ -204,7 +210,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "stdio_ab",
         "machine": info,
         "git": _common.git_revision(),
-        "variants": {"A": f"{args.baseline or 'this checkout'} with {args.a_env}", "B": "this checkout"}
+        "variants": {
+            "A": f"{revision(args.baseline) if args.baseline else 'this checkout'} with {args.a_env}",
+            "B": "this checkout",
+        }
         if "A" in variants
         else {},
         "store_chunks": bench_tools.store_chunks(args.store),

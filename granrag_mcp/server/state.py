@@ -19,14 +19,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import SubscriptionBus
 
 from granrag_mcp.errors import GranragError, StoreNotFoundError
-from granrag_mcp.server.library_watch import LibraryWatch
-from granrag_mcp.server.query_memory import QueryMemories
+from granrag_mcp.server.library.watch import LibraryWatch
+from granrag_mcp.server.session.memory import QueryMemories
 from granrag_mcp.settings import Settings
 
 if TYPE_CHECKING:  # the core (torch, FAISS) loads in the engine thread, after `initialize` is answered
     from granrag_mcp.engine import Engine
+    from granrag_mcp.packing import TokenCounter
     from granrag_mcp.retrieval.view import View
-    from granrag_mcp.server.packing import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class EngineHolder:
         self._thread: threading.Thread | None = None
         self._engine: Engine | None = None
         self._error: str | None = None
-        # per client session (see query_memory); a stdio server has one client
+        # per client session (see session.memory); a stdio server has one client
         self.queries = QueryMemories(settings.query_memory, one_client=settings.transport == "stdio")
         self.watch = LibraryWatch(settings.store, bus, legacy_stdio=settings.transport == "stdio")
 

@@ -59,13 +59,42 @@ def test_command_line_answers_help(script: Path) -> None:
     assert "usage:" in done.stdout
 
 
+TINY = {
+    # script: its own arguments for a tiny run that saves nothing ({tmp}: a scratch folder, {squad}: two articles)
+    "bench_encoder.py": ["--rounds", "1", "--questions", "4", "--sentences", "20", "--no-save"],
+    "bench_index.py": ["--modes", "mean", "--squad", "{squad}", "--no-save"],
+    "bench_scale.py": ["--sizes", "3000", "--kinds", "flat,hnsw", "--queries", "10", "--latency-queries", "10"]
+    + ["--ef-search", "64", "--no-save"],
+    "bench_token_vectors.py": ["--stores-dir", "{tmp}", "--squad", "{squad}", "--copies", "1", "--calls", "2"]
+    + ["--no-save"],
+}
+
+
+def saved() -> dict[Path, float]:
+    return {p: p.stat().st_mtime for p in (BENCHMARKS / "results").rglob("*") if p.is_file()}
+
+
 @pytest.mark.skipif(not SQUAD.exists(), reason=f"the SQuAD-A file is not at {SQUAD}")
 @pytest.mark.parametrize("script", SMOKE, ids=lambda p: p.name)
 def test_smoke_run(script: Path) -> None:
-    results = {p: p.stat().st_mtime for p in (BENCHMARKS / "results").glob("*.json")}
+    before = saved()
     done = run(script, "--smoke", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("}"), "a smoke run prints its result as JSON"
-    assert {p: p.stat().st_mtime for p in (BENCHMARKS / "results").glob("*.json")} == results, (
-        "a smoke run saves nothing"
-    )
+    assert saved() == before, "a smoke run saves nothing"
+
+
+@pytest.mark.skipif(not SQUAD.exists(), reason=f"the SQuAD-A file is not at {SQUAD}")
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_tiny_run(name: str, tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import squad_corpus
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    squad = squad_corpus.small_copy(SQUAD, tmp_path)
+    arguments = [a.format(tmp=tmp_path / "work", squad=squad) for a in TINY[name]]
+    before = saved()
+    done = run(BENCHMARKS / name, *arguments, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert saved() == before, "a run with --no-save saves nothing"

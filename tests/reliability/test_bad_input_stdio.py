@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from granrag_mcp.server.stdio_relay import MAX_LINE_BYTES
+from granrag_mcp.server.transport.stdio_relay import MAX_LINE_BYTES
 from tests.reliability.conftest import RealStore
 from tests.reliability.strategies import Context, invalid_arguments, valid_arguments
 from tests.reliability.support import (

@@ -10,9 +10,9 @@ from typing import Any
 from granrag_mcp.retrieval.diversify import candidate_depth, diversify
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.view import ScoredChunk, View
-from granrag_mcp.server.models import PreviousQuery, SessionSearchResult
-from granrag_mcp.server.results import hits_result
+from granrag_mcp.server.schemas.results import PreviousQuery, SessionSearchResult
 from granrag_mcp.server.state import holder_of
+from granrag_mcp.server.tools.presenting import hits_result
 
 
 @dataclass(frozen=True)

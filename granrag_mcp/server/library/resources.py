@@ -3,7 +3,7 @@ that browse resources see what the index holds.
 
 `resources/list` pages through the documents of the current generation (a middleware adds them to the SDK's
 answer, which only knows static resources); documents and chunks are read through two templates. Each new
-generation is announced to subscribed clients by the library watch (`library_watch`).
+generation is announced to subscribed clients by the library watch (`library.watch`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import Resource
 
 from granrag_mcp.errors import GranragError
-from granrag_mcp.server.library_watch import document_uri
+from granrag_mcp.server.library.watch import document_uri
 from granrag_mcp.server.state import EngineHolder, holder_of
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from granrag_mcp.retrieval.rerank import rerank as rerank_ids
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.union import search_union
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.server.arguments import (
+from granrag_mcp.server.schemas.arguments import (
     ChunkIds,
     DiversifyMethod,
     DocIds,
@@ -28,11 +28,11 @@ from granrag_mcp.server.arguments import (
     Query,
     Weights,
 )
-from granrag_mcp.server.models import RankedResult, SessionSearchResult
-from granrag_mcp.server.results import hits_result
-from granrag_mcp.server.session_search import SearchOptions, session_search
+from granrag_mcp.server.schemas.results import RankedResult, SessionSearchResult
+from granrag_mcp.server.session.search import SearchOptions, session_search
 from granrag_mcp.server.state import holder_of
-from granrag_mcp.server.tools import read_only_tool
+from granrag_mcp.server.tools.base import read_only_tool
+from granrag_mcp.server.tools.presenting import hits_result
 
 
 def register(server: MCPServer, budget: int) -> None:
