@@ -36,19 +36,30 @@ import bench_tools  # noqa: E402
 import squad_corpus  # noqa: E402
 
 SEARCHES = ("search_narrow", "search_broad", "search_fused")
+FLOOR_SERVER = """
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("floor")
+@server.tool()
+def add(a: int, b: int) -> int:
+    return a + b
+server.run("stdio")
+"""  # the MCP SDK alone, one tool: the start-up no server on this SDK can go below
 CONTEXT = ("expand_window", "get_parent", "get_chunks", "list_documents")
 
 
 class LineClient:
     """An MCP client over the server's stdio that writes and reads the JSON-RPC lines itself."""
 
-    def __init__(self, store: Path, pythonpath: str, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, store: Path, pythonpath: str, extra_env: dict[str, str] | None = None, floor: bool = False
+    ) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OMP_NUM_THREADS")}
         env |= {"PYTHONPATH": pythonpath, "HF_HUB_OFFLINE": "1", "GRANRAG_LOG_LEVEL": "WARNING"} | (extra_env or {})
         env["TOKENIZERS_PARALLELISM"] = "false"
         self.began = time.perf_counter()
+        command = [sys.executable, "-c", FLOOR_SERVER] if floor else [bench_tools.granrag_command(), "serve"]
         self.process = subprocess.Popen(
-            [bench_tools.granrag_command(), "serve", "--store", str(store)],
+            command + ([] if floor else ["--store", str(store)]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -155,27 +166,10 @@ def plan(questions: list[str], ids: list[str], tools: tuple[str, ...], rounds: i
     return out
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    info = _common.machine()
-    bench_tools.ensure_store(args.store, args.squad, args.copies)
-    _, all_questions = squad_corpus.load(args.squad)
-    questions = [q.question for q in squad_corpus.sample(all_questions, None, args.seed)]
-    here = str(_common.ROOT)
-    variants = {"B": here} | ({"A": args.baseline or here} if args.baseline or args.a_env else {})
-    envs = {"A": dict(pair.split("=", 1) for pair in args.a_env)}
-    cold: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
-    for number in range(args.cold_starts):
-        for name in sorted(variants) if number % 2 == 0 else sorted(variants, reverse=True):
-            client = LineClient(args.store, variants[name], envs.get(name))
-            client.call("search_narrow", {"query": questions[-1 - number]})
-            cold[name].append(
-                {
-                    "initialize_s": client.initialized_s,
-                    "initialize_cpu_s": client.initialize_cpu_s,
-                    "first_search_narrow_s": time.perf_counter() - client.began,
-                }
-            )
-            client.close()
+def measure(
+    args: argparse.Namespace, variants: dict[str, str], envs: dict[str, dict[str, str]], questions: list[str]
+) -> tuple[dict[str, Any], dict[str, Any], list[float]]:
+    """Latency per tool: the servers (and the core) called in turn, call by call."""
     clients = {name: LineClient(args.store, path, envs.get(name)) for name, path in variants.items()}
     for client in clients.values():
         client.call("search_narrow", {"query": questions[-100]})  # waits for the engine to load
@@ -206,6 +200,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.core:
         for name in clients:
             gap[name] = {t: round(latency[name][t]["p50_ms"] - latency["core"][t]["p50_ms"], 2) for t in tools}
+    return latency, gap, loads
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    info = _common.machine()
+    bench_tools.ensure_store(args.store, args.squad, args.copies)
+    _, all_questions = squad_corpus.load(args.squad)
+    questions = [q.question for q in squad_corpus.sample(all_questions, None, args.seed)]
+    here = str(_common.ROOT)
+    variants = {"B": here} | ({"A": args.baseline or here} if args.baseline or args.a_env else {})
+    envs = {"A": dict(pair.split("=", 1) for pair in args.a_env)}
+    cold: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    for number in range(args.cold_starts):
+        for name in sorted(variants) if number % 2 == 0 else sorted(variants, reverse=True):
+            client = LineClient(args.store, variants[name], envs.get(name))
+            client.call("search_narrow", {"query": questions[-1 - number]})
+            cold[name].append(
+                {
+                    "initialize_s": client.initialized_s,
+                    "initialize_cpu_s": client.initialize_cpu_s,
+                    "first_search_narrow_s": time.perf_counter() - client.began,
+                }
+            )
+            client.close()
+        if args.floor:  # in turn with the servers' starts, so it sees the same load
+            floor = LineClient(args.store, here, floor=True)
+            cold.setdefault("sdk_floor", []).append(
+                {"initialize_s": floor.initialized_s, "initialize_cpu_s": floor.initialize_cpu_s}
+            )
+            floor.close()
+    latency, gap, loads = measure(args, variants, envs, questions) if args.rounds else ({}, {}, [])
     return {
         "benchmark": "stdio_ab",
         "machine": info,
@@ -225,7 +250,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "runs": [{k: round(v, 3) for k, v in s.items()} for s in starts],
                 "initialize_median_s": round(statistics.median(s["initialize_s"] for s in starts), 3),
                 "initialize_cpu_median_s": round(statistics.median(s["initialize_cpu_s"] for s in starts), 3),
-                "first_search_narrow_median_s": round(statistics.median(s["first_search_narrow_s"] for s in starts), 3),
+                "first_search_narrow_median_s": (
+                    round(statistics.median(s["first_search_narrow_s"] for s in starts), 3)
+                    if "first_search_narrow_s" in starts[0]
+                    else None
+                ),
             }
             for name, starts in cold.items()
             if starts
@@ -249,6 +278,9 @@ def main() -> None:
         default=[],
         metavar="KEY=VALUE",
         help="environment of server A only (repeatable); without --baseline, A is this checkout with it",
+    )
+    parser.add_argument(
+        "--floor", action="store_true", help="also cold starts of a one-tool server on the MCP SDK alone"
     )
     parser.add_argument("--core", action="store_true", help="also the same work in process, alternating")
     parser.add_argument("--rounds", type=int, default=6)
