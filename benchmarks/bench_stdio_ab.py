@@ -183,11 +183,13 @@ def measure(
     tools = SEARCHES + CONTEXT
     work = plan(questions, ids, tools, args.rounds, args.calls + args.warmup)
     times: dict[str, dict[str, list[float]]] = {name: {t: [] for t in tools} for name in callers}
+    names = list(callers)
     loads = []
     for r in range(args.rounds):
         for tool in tools:
-            for i, arguments in enumerate(work[tool][r]):  # call by call, A, B and core in turn
-                for name in list(callers) if (r + i) % 2 == 0 else list(reversed(callers)):
+            for i, arguments in enumerate(work[tool][r]):  # call by call, in turn, each first as often as last
+                turn = (r + i) % len(names)
+                for name in names[turn:] + names[:turn]:
                     began = time.perf_counter()
                     callers[name](tool, arguments)
                     if i >= args.warmup:
