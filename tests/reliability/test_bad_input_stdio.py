@@ -33,7 +33,7 @@ from tests.reliability.support import (
 )
 from tests.reliability.test_bad_input import VALIDATION, expected_error
 from tests.server.test_app import TOOLS
-from tests.server.test_stdio import granrag_command, server_env
+from tests.server.transport.test_stdio import granrag_command, server_env
 
 SCALE = float(os.environ.get("GRANRAG_FUZZ_EXAMPLES", "1"))
 EXAMPLES = int(8 * SCALE)  # per tool, inside and beyond the schema each
