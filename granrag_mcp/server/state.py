@@ -59,6 +59,13 @@ class EngineHolder:
                 self._thread = threading.Thread(target=self._build, name=ENGINE_THREAD, daemon=True)
                 self._thread.start()
 
+    def start_after(self, delay: float) -> None:
+        """Start building the engine `delay` seconds from now (once the answer in hand has been written)."""
+        if self._thread is None:
+            timer = threading.Timer(delay, self.start)
+            timer.daemon = True
+            timer.start()
+
     def _build(self) -> None:
         try:
             engine = self._factory(self.settings)
