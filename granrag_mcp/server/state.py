@@ -1,9 +1,9 @@
 """The server's state, built in `build_server` and yielded by its lifespan: the engine, loading in the background.
 
 The engine (embedding model, store, reranker) loads in its own thread, started just after `initialize` is answered
-(see `app.middleware`), so the handshake is answered at once; a tool called before it is ready waits for it. A dedicated daemon thread rather than a
-cancellable task: the build must run to its end even when the connection that started it goes away first, and
-must not hold the process up when it exits.
+(see `app.middleware`), so the handshake is answered at once; a tool called before it is ready waits for it. A
+dedicated daemon thread rather than a cancellable task: the build must run to its end even when the connection
+that started it goes away first, and must not hold the process up when it exits.
 """
 
 from __future__ import annotations
