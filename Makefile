@@ -64,7 +64,7 @@ test: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP)
 	$(BIN)/ruff format --check granrag_mcp tests benchmarks
 	$(BIN)/mypy
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
-	$(AVX2_ONLY) HF_HUB_OFFLINE=1 $(BIN)/pytest -q tests/embedding tests/test_rerankers.py tests/server/test_stdio.py
+	$(AVX2_ONLY) HF_HUB_OFFLINE=1 $(BIN)/pytest -q tests/embedding tests/test_rerankers.py tests/server/transport/test_stdio.py
 
 test-slow: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q -m slow

@@ -60,7 +60,7 @@ def main() -> None:
     from granrag_mcp.engine import Engine, run_index
     from granrag_mcp.retrieval.diversify import candidate_depth, diversify, stored_vectors
     from granrag_mcp.retrieval.level_search import search_level
-    from granrag_mcp.server.query_memory import SessionMemory
+    from granrag_mcp.server.session.memory import SessionMemory
     from granrag_mcp.settings import Settings
 
     documents, questions = load()

@@ -219,7 +219,12 @@ def core_latency(
 ) -> dict[str, Any]:
     """The same kinds of calls straight on the retrieval core, in this process (no MCP, no packing)."""
     from granrag_mcp.engine import Engine
+    from granrag_mcp.retrieval.hrr import hrr_search
     from granrag_mcp.retrieval.level_search import search_level
+    from granrag_mcp.retrieval.parents import find_parents
+    from granrag_mcp.retrieval.rerank import rerank
+    from granrag_mcp.retrieval.rrf import search_rrf
+    from granrag_mcp.retrieval.window import expand_window
     from granrag_mcp.settings import Settings
 
     if SERVER_THREADS is not None:
@@ -243,16 +248,17 @@ def core_latency(
         return [questions[(n * block + i) % len(questions)] for i in range(calls)]
 
     qs = slot(5)
+    narrow_pairs = [rng.sample(narrow_ids, 3) for _ in qs]
     plans = {
-        "search_narrow": [(lambda q=q: engine.view().search(q, "narrow", 10)) for q in slot(0)],
-        "search_broad": [(lambda q=q: engine.view().search(q, "broad", 5)) for q in slot(1)],
-        "search_fused": [(lambda q=q: engine.view().search_rrf(q, 10)) for q in slot(2)],
-        "hrr_search": [(lambda q=q: engine.view().hrr_search(q)) for q in slot(3)[:heavy_calls]],
-        "expand_window": [(lambda i=rng.choice(narrow_ids): engine.view().expand_window(i)) for _ in qs],
-        "get_parent": [(lambda i=rng.sample(narrow_ids, 3): engine.view().parents(i)) for _ in qs],
+        "search_narrow": [(lambda q=q: search_level(engine.view(), q, "narrow", 10)) for q in slot(0)],
+        "search_broad": [(lambda q=q: search_level(engine.view(), q, "broad", 5)) for q in slot(1)],
+        "search_fused": [(lambda q=q: search_rrf(engine.view(), q, 10, level="mid")) for q in slot(2)],
+        "hrr_search": [(lambda q=q: hrr_search(engine.view(), q, 5, 50, 20, 20)) for q in slot(3)[:heavy_calls]],
+        "expand_window": [(lambda i=rng.choice(narrow_ids): expand_window(engine.view(), i)) for _ in qs],
+        "get_parent": [(lambda i=ids: find_parents(engine.view(), i)) for ids in narrow_pairs],
         "get_chunks": [(lambda i=rng.sample(narrow_ids, 5): engine.view().get_chunks(i)) for _ in qs],
         "rerank": [
-            (lambda q=q, i=mid_lists[n % len(mid_lists)]: engine.view().rerank(q, i, 5))
+            (lambda q=q, i=mid_lists[n % len(mid_lists)]: rerank(engine.view(), q, i, 5, "auto"))
             for n, q in enumerate(slot(4)[:heavy_calls])
         ],
         "list_documents": [(lambda: engine.view().list_documents(None, 50, 0)) for _ in qs],
@@ -403,6 +409,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument(
+        "--smoke", action="store_true", help="a store of two articles, a few calls per tool, --core; nothing saved"
+    )
+    parser.add_argument(
         "--server-threads",
         type=int,
         help="OMP_NUM_THREADS for the server (torch and FAISS threads); default: their own default",
@@ -430,6 +439,16 @@ def main() -> None:
     if args.breakdown_child:
         startup_breakdown_child(args.breakdown_child, args.breakdown_question)
         return
+    if args.smoke:
+        with tempfile.TemporaryDirectory(prefix="granrag-bench-smoke-") as tmp:
+            args.store, args.copies, args.calls, args.heavy_calls, args.cold_starts = Path(tmp) / "store", 1, 3, 1, 1
+            args.squad, args.core, args.no_save = squad_corpus.small_copy(args.squad, Path(tmp)), True, True
+            run(args)
+        return
+    run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     import anyio
 
     info = _common.machine()
@@ -498,7 +517,7 @@ def main() -> None:
     }
     if args.core:
         result["core_in_process"] = core_latency(args.store, chosen, args.calls, args.heavy_calls, args.seed, tools)
-        result["startup_breakdown"] = startup_breakdown(args.store, chosen[0], 3)
+        result["startup_breakdown"] = startup_breakdown(args.store, chosen[0], 1 if args.smoke else 3)
     if not args.no_save:
         _common.save_result(args.name, result)
     _common.emit(result)

@@ -7,6 +7,7 @@ same documents, ids and answer offsets.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from dataclasses import dataclass
@@ -58,3 +59,12 @@ def sample(questions: list[BenchQuestion], n: int | None, seed: int = 0) -> list
         return list(questions)
     chosen = sorted(random.Random(seed).sample(range(len(questions)), n))
     return [questions[i] for i in chosen]
+
+
+def small_copy(path: Path, folder: Path, articles: int = 2) -> Path:
+    """A SQuAD file of the first `articles` articles of `path`, written into `folder`: the input of smoke runs."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["data"] = data["data"][:articles]
+    small = folder / "squad-small.json"
+    small.write_text(json.dumps(data), encoding="utf-8")
+    return small

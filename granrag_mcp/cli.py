@@ -353,10 +353,11 @@ def cmd_recover(args: argparse.Namespace, settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings) -> int:
-    from granrag_mcp.engine import run_index
     from granrag_mcp.store.store import read_current
 
     if args.index_if_empty is not None and read_current(settings.store) is None:
+        from granrag_mcp.engine import run_index  # the indexing pipeline only when there is something to index
+
         log.info("no index in %s yet: indexing %s first", settings.store, args.index_if_empty)
         run_index([args.index_if_empty], settings)
     from granrag_mcp.server.app import run_server

@@ -15,7 +15,6 @@ ROOT = PACKAGE.name
 KNOWN_CYCLES: set[frozenset[str]] = {
     # Cycles left where the server's state and the candidate ranker are not split yet: remove an entry once it
     # no longer appears (test_no_known_cycles_left then passes).
-    frozenset({"server.state", "server.library_watch", "server.resources"}),
     frozenset({"retrieval.candidate_ranker", "retrieval.view"}),
 }
 

@@ -22,7 +22,7 @@ from granrag_mcp.evaluation.bridge_spans import (
 )
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.server.packing import TokenCounter, pack
+from granrag_mcp.packing import TokenCounter, pack
 
 BUDGET = 2000
 PATHS = {"k": 5, "evidence": 2, "max_hops": 3}  # an agent asking for the evidence of a link, within the budget

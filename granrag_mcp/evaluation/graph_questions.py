@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from granrag_mcp.levels import FINEST
+from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.server.packing import TokenCounter, pack
 from granrag_mcp.store.graph import ConceptGraph
 from granrag_mcp.text.concepts import ConceptMatcher
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-import faiss
 import numpy as np
 
 from granrag_mcp.errors import InvalidInputError
@@ -90,6 +89,8 @@ def kmeans_labels(vectors: np.ndarray, n_clusters: int) -> np.ndarray:
     """A cluster label per row (spherical k-means, fixed seed)."""
     if n_clusters <= 1:
         return np.zeros(len(vectors), dtype=np.int64)
+    import faiss  # here, not at the top: the MCP server imports this module before its handshake
+
     kmeans = faiss.Kmeans(
         vectors.shape[1],
         n_clusters,

@@ -1,9 +1,9 @@
 """The server's state, built in `build_server` and yielded by its lifespan: the engine, loading in the background.
 
-The engine (embedding model, store, reranker) loads in its own thread when the server starts, so `initialize` is
-answered at once; a tool called before it is ready waits for it. A dedicated daemon thread rather than a
-cancellable task: the build must run to its end even when the connection that started it goes away first, and
-must not hold the process up when it exits.
+The engine (embedding model, store, reranker) loads in its own thread, started just after `initialize` is answered
+(see `app.middleware`), so the handshake is answered at once; a tool called before it is ready waits for it. A
+dedicated daemon thread rather than a cancellable task: the build must run to its end even when the connection
+that started it goes away first, and must not hold the process up when it exits.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import SubscriptionBus
 
 from granrag_mcp.errors import GranragError, StoreNotFoundError
-from granrag_mcp.server.library_watch import LibraryWatch
-from granrag_mcp.server.query_memory import QueryMemories
+from granrag_mcp.server.library.watch import LibraryWatch
+from granrag_mcp.server.session.memory import QueryMemories
 from granrag_mcp.settings import Settings
 
 if TYPE_CHECKING:  # the core (torch, FAISS) loads in the engine thread, after `initialize` is answered
     from granrag_mcp.engine import Engine
+    from granrag_mcp.packing import TokenCounter
     from granrag_mcp.retrieval.view import View
-    from granrag_mcp.server.packing import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +45,25 @@ class EngineHolder:
         self._thread: threading.Thread | None = None
         self._engine: Engine | None = None
         self._error: str | None = None
-        # per client session (see query_memory); a stdio server has one client
+        # per client session (see session.memory); a stdio server has one client
         self.queries = QueryMemories(settings.query_memory, one_client=settings.transport == "stdio")
         self.watch = LibraryWatch(settings.store, bus, legacy_stdio=settings.transport == "stdio")
 
     def start(self) -> None:
-        """Start building the engine, once; later calls (one per connection) do nothing."""
+        """Start building the engine, once; later calls (one per request) do nothing."""
+        if self._thread is not None:
+            return
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._build, name=ENGINE_THREAD, daemon=True)
                 self._thread.start()
+
+    def start_after(self, delay: float) -> None:
+        """Start building the engine `delay` seconds from now (once the answer in hand has been written)."""
+        if self._thread is None:
+            timer = threading.Timer(delay, self.start)
+            timer.daemon = True
+            timer.start()
 
     def _build(self) -> None:
         try:
@@ -76,6 +85,7 @@ class EngineHolder:
             self._ready.set()
 
     def engine(self, timeout: float = ENGINE_WAIT_SECONDS) -> Engine:
+        self.start()
         if not self._ready.wait(timeout):
             raise ToolError("the index is still loading (the embedding model takes a few seconds); call again")
         if self._engine is None:

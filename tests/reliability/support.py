@@ -28,7 +28,7 @@ from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import CATALOG_FILE, Snapshot, read_current
 from tests.helpers import current_chunks
 from tests.server.test_app import SMALL_CHUNKS, write_corpus
-from tests.server.test_stdio import granrag_command, server_env
+from tests.server.transport.test_stdio import granrag_command, server_env
 
 CALL_TIMEOUT = 30.0  # seconds for one tool call; a call that takes longer counts as a hang
 CLI_TIMEOUT = 300.0  # seconds for one CLI run (the real model loads in each)

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from granrag_mcp.server.models import DATA_NOTICE
+from granrag_mcp.server.schemas.results import DATA_NOTICE
 from tests.reliability.conftest import FuzzStore
 from tests.reliability.strategies import Context, invalid_arguments, valid_arguments
 from tests.reliability.support import Session, check_outcome, record, session, text_of

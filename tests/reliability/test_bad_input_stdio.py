@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from granrag_mcp.server.stdio_relay import MAX_LINE_BYTES
+from granrag_mcp.server.transport.stdio_relay import MAX_LINE_BYTES
 from tests.reliability.conftest import RealStore
 from tests.reliability.strategies import Context, invalid_arguments, valid_arguments
 from tests.reliability.support import (
@@ -33,7 +33,7 @@ from tests.reliability.support import (
 )
 from tests.reliability.test_bad_input import VALIDATION, expected_error
 from tests.server.test_app import TOOLS
-from tests.server.test_stdio import granrag_command, server_env
+from tests.server.transport.test_stdio import granrag_command, server_env
 
 SCALE = float(os.environ.get("GRANRAG_FUZZ_EXAMPLES", "1"))
 EXAMPLES = int(8 * SCALE)  # per tool, inside and beyond the schema each

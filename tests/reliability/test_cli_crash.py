@@ -37,7 +37,7 @@ from tests.reliability.support import (
     status_agrees_with_manifest,
     working_copy,
 )
-from tests.server.test_stdio import granrag_command
+from tests.server.transport.test_stdio import granrag_command
 
 KINDS = ["commit-op", "renamed", "writing", "anywhere"]
 HOOK = """

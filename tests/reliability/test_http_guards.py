@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from granrag_mcp.server.http import MAX_REQUEST_BYTES
+from granrag_mcp.server.transport.http import MAX_REQUEST_BYTES
 from tests.reliability.conftest import RealStore
-from tests.server.test_http import INITIALIZE, MCP_HEADERS, TOKEN, Running, start, stop
+from tests.server.transport.test_http import INITIALIZE, MCP_HEADERS, TOKEN, Running, start, stop
 
 TOOL_CALL = {
     "jsonrpc": "2.0",

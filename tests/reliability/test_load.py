@@ -44,8 +44,8 @@ from tests.reliability.support import (
     session,
     summary,
 )
-from tests.server.test_http import start, stop
-from tests.server.test_stdio import granrag_command, server_env
+from tests.server.transport.test_http import start, stop
+from tests.server.transport.test_stdio import granrag_command, server_env
 
 CLIENTS = 8
 SHORT_SECONDS = 12.0

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from granrag_mcp.engine import Engine
 from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
-from granrag_mcp.server.models import DATA_NOTICE, fence
+from granrag_mcp.server.schemas.results import DATA_NOTICE, fence
 from tests.fakes import FakeEmbedder
 from tests.helpers import fake_index
 from tests.reliability.conftest import FuzzStore

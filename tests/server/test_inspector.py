@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from granrag_mcp.settings import Settings
-from tests.server.test_http import start, stop
-from tests.server.test_stdio import build_real_store, granrag_command, server_env
 from tests.server.test_write_transports import WRITE_TOOLS, write_notes
+from tests.server.transport.test_http import start, stop
+from tests.server.transport.test_stdio import build_real_store, granrag_command, server_env
 
 ROOT = Path(__file__).resolve().parents[2]
 INSPECTOR = ROOT / ".tools" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"

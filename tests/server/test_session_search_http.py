@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from mcp.client import Client
 
-from tests.server.test_http import Running, run, start, stop
-from tests.server.test_stdio import build_real_store
+from tests.server.transport.test_http import Running, run, start, stop
+from tests.server.transport.test_stdio import build_real_store
 
 QUESTION = "Who built the Zephyr Bridge?"
 

@@ -16,8 +16,8 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from granrag_mcp.settings import Settings
-from tests.server.test_http import run, start, stop
-from tests.server.test_stdio import Session, build_real_store, granrag_command, server_env
+from tests.server.transport.test_http import run, start, stop
+from tests.server.transport.test_stdio import Session, build_real_store, granrag_command, server_env
 
 WRITE_TOOLS = {"index_paths", "remove_documents", "index_status"}
 TOPICS = ["glacier", "violin", "harbour", "orchard", "comet", "lantern", "falcon", "meadow", "quarry", "kettle"]

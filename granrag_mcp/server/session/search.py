@@ -4,37 +4,46 @@ budget the text, and tell the agent which earlier queries of its session were ne
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from granrag_mcp.retrieval.diversify import candidate_depth, diversify
+from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.view import ScoredChunk, View
-from granrag_mcp.server.models import PreviousQuery, SessionSearchResult
-from granrag_mcp.server.packing import TokenCounter
-from granrag_mcp.server.results import hits_result
+from granrag_mcp.server.schemas.results import PreviousQuery, SessionSearchResult
 from granrag_mcp.server.state import holder_of
+from granrag_mcp.server.tools.presenting import hits_result
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """The arguments every search tool takes and passes on unchanged: the documents to search, the token budget,
+    diversity and the chunks this session already received."""
+
+    doc_ids: list[str] | None = None
+    doc_prefix: str | None = None
+    max_tokens: int = 2000
+    diversify: str = "none"
+    mmr_lambda: float = 0.5
+    exclude_seen: bool = False
 
 
 def session_search(
-    ctx: Any,
-    view: View,
-    tokens: TokenCounter,
-    query: str,
-    search: Callable[[int], list[ScoredChunk]],
-    k: int,
-    max_tokens: int,
-    method: str = "none",
-    mmr_lambda: float = 0.5,
-    exclude_seen: bool = False,
+    ctx: Any, query: str, k: int, options: SearchOptions, search: Callable[[View, int], list[ScoredChunk]]
 ) -> SessionSearchResult:
-    """`search(depth)` runs the technique for `depth` candidates; the rest is the same for every search tool."""
+    """`search(view, depth)` runs the technique for `depth` candidates on the view of the documents `options`
+    selects; the rest is the same for every search tool."""
     holder = holder_of(ctx)
+    view, tokens = holder.view()
+    view = view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix))
     memory = holder.queries.of(ctx)
-    candidates = search(candidate_depth(k, method, exclude_seen and memory is not None))
+    exclude_seen = options.exclude_seen and memory is not None
+    candidates = search(view, candidate_depth(k, options.diversify, exclude_seen))
     dropped = 0
     if exclude_seen and memory is not None:
         candidates, dropped = memory.unseen(candidates)
-    hits = diversify(view, candidates, k, method, mmr_lambda)
-    result = hits_result(view, tokens, hits, max_tokens)
+    hits = diversify(view, candidates, k, options.diversify, options.mmr_lambda)
+    result = hits_result(view, tokens, hits, options.max_tokens)
     similar: list[PreviousQuery] = []
     if memory is not None:
         vector = view.query_vector(query)  # computed by the technique already: the view keeps it

@@ -15,7 +15,8 @@ from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.retrieval.rerank import rerank as rerank_ids
 from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.union import search_union
-from granrag_mcp.server.arguments import (
+from granrag_mcp.retrieval.view import View
+from granrag_mcp.server.schemas.arguments import (
     ChunkIds,
     DiversifyMethod,
     DocIds,
@@ -27,11 +28,11 @@ from granrag_mcp.server.arguments import (
     Query,
     Weights,
 )
-from granrag_mcp.server.models import RankedResult, SessionSearchResult
-from granrag_mcp.server.results import hits_result
-from granrag_mcp.server.session_search import session_search
+from granrag_mcp.server.schemas.results import RankedResult, SessionSearchResult
+from granrag_mcp.server.session.search import SearchOptions, session_search
 from granrag_mcp.server.state import holder_of
-from granrag_mcp.server.tools import read_only_tool
+from granrag_mcp.server.tools.base import read_only_tool
+from granrag_mcp.server.tools.presenting import hits_result
 
 
 def register(server: MCPServer, budget: int) -> None:
@@ -56,19 +57,9 @@ def register(server: MCPServer, budget: int) -> None:
         offsets, score, text), best first, and similar_previous: earlier queries of this session that were nearly
         the same, with the ids they returned.
         """
-        view, tokens = holder_of(ctx).view()
-        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
+        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
         return session_search(
-            ctx,
-            view,
-            tokens,
-            query,
-            lambda depth: search_level(view, query, "broad", depth, lexical=lexical),
-            k,
-            max_tokens,
-            diversify,
-            mmr_lambda,
-            exclude_seen,
+            ctx, query, k, options, lambda view, depth: search_level(view, query, "broad", depth, lexical=lexical)
         )
 
     @read_only_tool(server, "Search sentences or paragraphs")
@@ -94,19 +85,9 @@ def register(server: MCPServer, budget: int) -> None:
         order candidates. lexical=true adds exact word matching (BM25) by RRF. diversify='mmr' or 'kmeans' drops
         near-repeats; exclude_seen=true leaves out chunks this session already received.
         """
-        view, tokens = holder_of(ctx).view()
-        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
+        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
         return session_search(
-            ctx,
-            view,
-            tokens,
-            query,
-            lambda depth: search_level(view, query, level, depth, lexical=lexical),
-            k,
-            max_tokens,
-            diversify,
-            mmr_lambda,
-            exclude_seen,
+            ctx, query, k, options, lambda view, depth: search_level(view, query, level, depth, lexical=lexical)
         )
 
     @read_only_tool(server, "Search all levels, fused")
@@ -143,15 +124,14 @@ def register(server: MCPServer, budget: int) -> None:
         hits inside a returned broad one. Use it when a question needs both context and precision, or when
         single-level searches disagree.
         """
-        view, tokens = holder_of(ctx).view()
-        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
+        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
 
-        def search(depth: int) -> list:
+        def search(view: View, depth: int) -> list:
             if method == "union":
                 return search_union(view, query, depth, fine_level="mid" if level == "mid" else FINEST)
             return search_rrf(view, query, depth, level=level, weights=weights, rrf_k=rrf_k, lexical=lexical)
 
-        return session_search(ctx, view, tokens, query, search, k, max_tokens, diversify, mmr_lambda, exclude_seen)
+        return session_search(ctx, query, k, options, search)
 
     @read_only_tool(server, "Rerank chunks")
     def rerank(

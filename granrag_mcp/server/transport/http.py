@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from granrag_mcp.errors import GranragError
-from granrag_mcp.server.http_guard import (
+from granrag_mcp.server.transport.http_guard import (
     ConnectionGuard,
     ensure_file_limit,
     limit_repeated_lines,

@@ -7,21 +7,21 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
+from granrag_mcp.packing import cut, pack
 from granrag_mcp.retrieval.parents import find_parents
 from granrag_mcp.retrieval.view import ScoredChunk
 from granrag_mcp.retrieval.window import expand_window as window_of
-from granrag_mcp.server.arguments import ChunkId, ChunkIds, MaxTokens
-from granrag_mcp.server.models import (
+from granrag_mcp.server.schemas.arguments import ChunkId, ChunkIds, MaxTokens
+from granrag_mcp.server.schemas.results import (
     Hit,
     ParentGroup,
     ParentsResult,
     SearchResult,
     WindowResult,
 )
-from granrag_mcp.server.packing import cut, pack
-from granrag_mcp.server.results import hits_result
 from granrag_mcp.server.state import holder_of
-from granrag_mcp.server.tools import read_only_tool
+from granrag_mcp.server.tools.base import read_only_tool
+from granrag_mcp.server.tools.presenting import hits_result
 
 
 def register(server: MCPServer, budget: int) -> None:

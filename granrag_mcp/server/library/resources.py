@@ -3,14 +3,13 @@ that browse resources see what the index holds.
 
 `resources/list` pages through the documents of the current generation (a middleware adds them to the SDK's
 answer, which only knows static resources); documents and chunks are read through two templates. Each new
-generation is announced to subscribed clients by the library watch (`library_watch`).
+generation is announced to subscribed clients by the library watch (`library.watch`).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import quote
 
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -19,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import Resource
 
 from granrag_mcp.errors import GranragError
+from granrag_mcp.server.library.watch import document_uri
 from granrag_mcp.server.state import EngineHolder, holder_of
 
 log = logging.getLogger(__name__)
@@ -29,11 +29,6 @@ PAGE_CHARS = 50_000
 """Characters of a document per resource read: long documents are read page by page (`?page=2`...)."""
 LIST_PAGE = 100
 """Documents per `resources/list` page."""
-
-
-def document_uri(doc_id: str, page: int | None = None) -> str:
-    uri = f"granrag://documents/{quote(doc_id, safe='/')}"
-    return uri if page is None or page == 1 else f"{uri}?page={page}"
 
 
 def pages_of(n_chars: int) -> int:
@@ -82,8 +77,6 @@ def register(server: MCPServer) -> None:
         except GranragError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 
-    server.middleware.append(list_documents_as_resources)
-
 
 def _view(ctx: Context[Any, Any]):
     from mcp.server.mcpserver.exceptions import ToolError
@@ -113,9 +106,10 @@ def _resources(holder: EngineHolder, offset: int) -> tuple[list[Resource], int]:
 
 
 async def list_documents_as_resources(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Add one page of documents to the SDK's `resources/list` answer, with a cursor to the next page."""
+    """Add one page of documents to the SDK's `resources/list` answer, with a cursor to the next page (the server's
+    middleware calls it for that method only)."""
     result = await call_next(ctx)
-    if ctx.method != "resources/list" or not isinstance(result, dict):
+    if not isinstance(result, dict):
         return result
     holder = ctx.lifespan_context
     if not isinstance(holder, EngineHolder):

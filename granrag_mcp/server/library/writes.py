@@ -29,7 +29,7 @@ from granrag_mcp.indexing.pipeline import IndexSummary
 from granrag_mcp.indexing.safe_read import inside
 from granrag_mcp.levels import LEVELS
 from granrag_mcp.progress import Progress
-from granrag_mcp.server.write_models import FailedFile, RunningJob, RunResult
+from granrag_mcp.server.schemas.write import FailedFile, RunningJob, RunResult
 
 log = logging.getLogger(__name__)
 

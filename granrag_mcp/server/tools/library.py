@@ -7,9 +7,9 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from granrag_mcp.server.models import DocumentInfo, DocumentList
+from granrag_mcp.server.schemas.results import DocumentInfo, DocumentList
 from granrag_mcp.server.state import holder_of
-from granrag_mcp.server.tools import read_only_tool
+from granrag_mcp.server.tools.base import read_only_tool
 
 
 def register(server: MCPServer, budget: int) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.view import ScoredChunk
-from granrag_mcp.server.query_memory import QueryMemories, SessionMemory
+from granrag_mcp.server.session.memory import QueryMemories, SessionMemory
 
 
 class Marker:

@@ -21,11 +21,11 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from granrag_mcp.server.http import BearerTokenMiddleware, transport_security
-from granrag_mcp.server.http_guard import limit_repeated_lines
+from granrag_mcp.server.transport.http import BearerTokenMiddleware, transport_security
+from granrag_mcp.server.transport.http_guard import limit_repeated_lines
 from granrag_mcp.settings import Settings
 from tests.server.test_app import TOOLS
-from tests.server.test_stdio import build_real_store, granrag_command, server_env
+from tests.server.transport.test_stdio import build_real_store, granrag_command, server_env
 
 TOKEN = "test-token-0123456789abcdef"
 LISTENING = re.compile(r"granrag-mcp: listening on (http://127\.0\.0\.1:(\d+)/mcp)")

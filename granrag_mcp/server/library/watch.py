@@ -15,10 +15,11 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, SubscriptionBus
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -34,10 +35,10 @@ log = logging.getLogger(__name__)
 UNSEEN = CurrentPointer("", "")
 
 
-def document_uri(doc_id: str) -> str:
-    from granrag_mcp.server.resources import document_uri as uri
-
-    return uri(doc_id)
+def document_uri(doc_id: str, page: int | None = None) -> str:
+    """The resource URI of a document (of one page of it, past the first); `resources` reads them."""
+    uri = f"granrag://documents/{quote(doc_id, safe='/')}"
+    return uri if page is None or page == 1 else f"{uri}?page={page}"
 
 
 def _pointer(store: Path) -> CurrentPointer | None:
@@ -106,14 +107,11 @@ class LibraryWatch:
                 if session is self.legacy_session:
                     self.legacy_session = None
 
-    async def remember_legacy_stdio_client(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        """Middleware: keep the stdio client's session when its protocol predates `subscriptions/listen`, so
-        commits by another process reach it too."""
-        if self._legacy_stdio and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+    def remember_legacy_stdio_client(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Keep the stdio client's session when its protocol predates `subscriptions/listen`, so commits by another
+        process reach it too; decided once per session (the server's middleware calls it for every request)."""
+        if self._legacy_stdio and self.legacy_session is None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self.legacy_session = ctx.session
-        return await call_next(ctx)
 
     async def poll(self, engine_of: Callable[[], Engine], interval: float) -> None:
         """Check every `interval` seconds until cancelled (the lifespan's end)."""

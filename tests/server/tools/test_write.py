@@ -13,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ListRootsResult, Root
 
 from granrag_mcp.server.app import build_server
-from granrag_mcp.server.resources import PAGE_CHARS
+from granrag_mcp.server.library.resources import PAGE_CHARS
 from granrag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
 from tests.helpers import fake_index
@@ -184,7 +184,7 @@ def test_a_client_that_declares_roots_and_lists_none_falls_back_to_the_configure
 
 
 def test_long_documents_are_read_in_pages_and_listing_pages_through_documents(library, monkeypatch) -> None:
-    import granrag_mcp.server.resources as resources
+    import granrag_mcp.server.library.resources as resources
 
     monkeypatch.setattr(resources, "LIST_PAGE", 2)
     long_text = "word " * (PAGE_CHARS // 5 + 100)

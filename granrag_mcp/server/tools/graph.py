@@ -10,11 +10,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from granrag_mcp.levels import FINEST, TOP
+from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.records import format_chunk_id
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.server.arguments import MaxTokens, Query
-from granrag_mcp.server.graph_models import (
+from granrag_mcp.server.schemas.arguments import MaxTokens, Query
+from granrag_mcp.server.schemas.graph import (
     CommunityReport,
     Concept,
     ConceptList,
@@ -25,10 +26,9 @@ from granrag_mcp.server.graph_models import (
     PathsResult,
     Sentence,
 )
-from granrag_mcp.server.packing import TokenCounter, pack
-from granrag_mcp.server.results import hits_result
 from granrag_mcp.server.state import holder_of
-from granrag_mcp.server.tools import read_only_tool
+from granrag_mcp.server.tools.base import read_only_tool
+from granrag_mcp.server.tools.presenting import hits_result
 from granrag_mcp.store.graph import ConceptGraph
 
 ConceptName = Annotated[

@@ -13,9 +13,9 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from granrag_mcp.errors import GranragError
+from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.retrieval.view import ScoredChunk, View
-from granrag_mcp.server.models import Hit, RankedResult, SearchResult, render
-from granrag_mcp.server.packing import TokenCounter, pack
+from granrag_mcp.server.schemas.results import Hit, RankedResult, SearchResult, render
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +37,7 @@ def tool_errors(fn: F) -> F:
 
 
 def presented(fn: F) -> F:
-    """Return the tool's result with readable text that quotes document text as data (see `models.render`).
+    """Return the tool's result with readable text that quotes document text as data (see `schemas.results.render`).
 
     The structured content is the result model as it is; only the text content differs from the SDK's JSON dump,
     and only for results that carry document text.

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from granrag_mcp.server.packing import Piece, cut, pack
+from granrag_mcp.packing import Piece, cut, pack
 from granrag_mcp.tokens import get_tokenizer
 
 _TOKEN = re.compile(r"\s*\S+|\s+")

@@ -7,7 +7,7 @@ import json
 
 from pydantic import Field
 
-from granrag_mcp.server.models import DATA_NOTICE, Budgeted, Hit, _Model, fence
+from granrag_mcp.server.schemas.results import DATA_NOTICE, Budgeted, Hit, _Model, fence
 
 
 class Concept(_Model):
@@ -89,7 +89,7 @@ class GraphSearchResult(Budgeted):
 
     def as_text(self) -> str:
         if self.mode == "passages":
-            from granrag_mcp.server.models import SearchResult, render_hits
+            from granrag_mcp.server.schemas.results import SearchResult, render_hits
 
             return render_hits(
                 SearchResult(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
-from granrag_mcp.server.results import F, description, presented, tool_errors
+from granrag_mcp.server.tools.presenting import F, description, presented, tool_errors
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
