@@ -21,7 +21,7 @@ from tests.reliability.support import (
     write_small_corpus,
 )
 from tests.server.test_app import SMALL_CHUNKS
-from tests.server.test_tools_write import library  # noqa: F401  (a fixture of the hostile-folder and -agent tests)
+from tests.server.tools.test_write import library  # noqa: F401  (a fixture of the hostile-folder and -agent tests)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -23,7 +23,7 @@ from granrag_mcp.server.transport.http import BearerTokenMiddleware
 from granrag_mcp.server.library.writes import OutsideRootsError, Runs, root_path
 from granrag_mcp.settings import Settings
 from tests.server.test_app import call, fail, run
-from tests.server.test_tools_write import server_for
+from tests.server.tools.test_write import server_for
 
 
 def with_roots(*uris: str):

@@ -26,7 +26,7 @@ from tests.helpers import fake_index
 from tests.reliability.support import fake_settings, run_cli
 from tests.reliability.test_hostile_files import TEXT, corpus, stored
 from tests.server.test_app import call, run
-from tests.server.test_tools_write import server_for
+from tests.server.tools.test_write import server_for
 
 SECRET = "The vault code is 4417 and the safe sits behind the painting. " * 20
 RACE_SECONDS = 30.0  # the unchecked read leaked within a few trials each time it was run; the check must hold as long
