@@ -150,5 +150,9 @@ class Engine:
     def view(self) -> View:
         snapshot = self.live.snapshot()
         return View(
-            snapshot, self.embedder, self.reranker, candidate_ranker=self.candidate_rankers.for_snapshot(snapshot)
+            snapshot,
+            self.embedder,
+            self.reranker,
+            candidate_ranker=self.candidate_rankers.for_snapshot(snapshot),
+            adaptation=self.candidate_rankers.adaptation(snapshot),
         )

@@ -21,12 +21,19 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.retrieval.view import View
 
 log = logging.getLogger("granrag_mcp.evaluation")
 
 STRATEGY_NOTES = {
     "Base": "broad dense index only (`View.search`, level broad); mid column: the mid dense index (level mid).",
+    "BM25": "the BM25 index of the level alone.",
+    "Level": "`search_level` with the store's adapted dense and BM25 weights (the default of search_broad, and of "
+    "search_narrow at level mid).",
     "C2P": "narrow, mid and broad dense hits mapped to their broad ancestor and merged by max score; mid column: "
     "narrow and mid hits mapped to mid, the top broad hits to their best-matching mid descendant, max score.",
     "S2P": "sentence (narrow) dense hits mapped to their broad (mid) ancestors, in order of first occurrence.",
@@ -79,6 +86,19 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
     return number
+
+
+def readapted(engine: Engine, view: View, reference: Path) -> View:
+    """The view with its ranking adapted against another reference (the store is not changed)."""
+    from granrag_mcp.retrieval.ranking.adapt import Reference, adapt
+    from granrag_mcp.retrieval.view import View
+
+    base = engine.candidate_rankers.for_snapshot(view.snapshot, use_adaptation=False)
+    plain = View(view.snapshot, view.embedder, view.reranker, candidate_ranker=base)
+    adaptation = adapt(plain, reference=Reference.read(reference))
+    log.info("adapted against %s: %s", reference, adaptation.measured)
+    ranker = engine.candidate_rankers.for_snapshot(view.snapshot, adaptation=adaptation)
+    return View(view.snapshot, view.embedder, view.reranker, candidate_ranker=ranker, adaptation=adaptation)
 
 
 def _strategy_list(value: str) -> list[str]:
@@ -170,8 +190,16 @@ def add_eval_parser(
         "--strategies",
         type=_strategy_list,
         metavar="LIST",
-        default="Base,C2P,S2P,Union,RRF,HRR",
-        help="comma-separated strategies to run (default all: Base,C2P,S2P,Union,RRF,HRR)",
+        default=",".join(STRATEGY_NOTES),
+        help=f"comma-separated strategies to run (default all: {','.join(STRATEGY_NOTES)})",
+    )
+    parser.add_argument(
+        "--adapt-reference",
+        type=Path,
+        metavar="FILE",
+        help="adapt the store's ranking again, in memory, against this reference (the shares tuned on another "
+        "corpus and its pseudo-query figures, as granrag_mcp/retrieval/ranking/reference.json): the "
+        "cross-domain protocol of docs/evaluation.md",
     )
     parser.add_argument(
         "--fit-ranker",
@@ -362,6 +390,8 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
         reranker = MemoReranker(load_reranker(settings.reranker, embedder, settings.cross_encoder))
     engine = Engine(settings, embedder=embedder, reranker=reranker, load_reranker_now=False)
     view = engine.view()
+    if args.adapt_reference is not None:
+        view = readapted(engine, view, args.adapt_reference)
     catalog = view.snapshot.catalog
     timings["loading models"] = time.perf_counter() - t
 

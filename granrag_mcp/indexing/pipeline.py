@@ -31,6 +31,7 @@ from granrag_mcp.indexing.semantic_chunking import semantic_documents
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk, ChunkSpan
+from granrag_mcp.retrieval.ranking.adapt import adapt_generation
 from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
 from granrag_mcp.store.graph import has_graph
@@ -320,6 +321,8 @@ def _index_with_base(
                 # only when a concept needs its vector.
                 names = _names_embedder(embedder, embedder_factory)
                 write_graph(folder, base, new_docs, names, identity.dimension, progress)
+        with clock.stage("adapt"):  # ranking settings fitted to this text by pseudo-queries, no labels
+            adapt_generation(folder, identity, embedder or embedder_factory())
         with clock.stage("commit"):
             manifest = Manifest(
                 generation=generation, identity=identity, counts=counts, next_chunk_id=next_id, files={}

@@ -25,6 +25,7 @@ def session_search(
     method: str = "none",
     mmr_lambda: float = 0.5,
     exclude_seen: bool = False,
+    weights: dict[str, float] | None = None,
 ) -> SessionSearchResult:
     """`search(depth)` runs the technique for `depth` candidates; the rest is the same for every search tool."""
     holder = holder_of(ctx)
@@ -55,4 +56,5 @@ def session_search(
         hits=result.hits,
         similar_previous=similar,
         seen_dropped=dropped,
+        weights=weights,
     )
