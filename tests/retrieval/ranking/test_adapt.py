@@ -102,3 +102,43 @@ def test_the_shipped_reference_names_a_share_for_every_fusion():
     reference = Reference.read()
     assert set(reference.shares) == {"rrf", "hrr", "level_broad", "level_mid", "level_narrow"}
     assert all(0.0 <= float(np.float64(s)) <= 1.0 for s in reference.shares.values())
+
+
+def test_searches_use_the_adapted_weights_unless_the_caller_overrides_them(tmp_path):
+    from granrag_mcp.retrieval.hrr import hrr_weights
+    from granrag_mcp.retrieval.level_search import level_weights, search_level
+    from granrag_mcp.retrieval.rrf import rrf_weights, search_rrf
+    from granrag_mcp.store.adaptation import Adaptation
+
+    index(prose_corpus(tmp_path / "prose"), tmp_path / "store", FakeEmbedder())
+    snapshot = Snapshot.open(tmp_path / "store")
+    plain = View(snapshot, FakeEmbedder())
+    adaptation = Adaptation(
+        {
+            "rrf": {"broad_dense": 0.0, "narrow_dense": 0.0, "mid_dense": 0.0},
+            "level_mid": {"mid_dense": 0.0, "mid_lexical": 2.0},
+            "hrr": {"rerank": 0.5},
+        }
+    )
+    view = View(snapshot, FakeEmbedder(), adaptation=adaptation)
+    assert level_weights(plain, "mid", None) is None  # no adaptation: dense alone, as before
+    assert level_weights(view, "mid", None) == {"mid_dense": 0.0, "mid_lexical": 2.0}
+    assert level_weights(view, "mid", False) is None
+    assert rrf_weights(plain, None, True, "mid")["mid_lexical"] == 3.0
+    used = rrf_weights(view, {"narrow_dense": 2.0}, True, "mid")
+    assert used["broad_dense"] == 0.0 and used["narrow_dense"] == 2.0 and used["broad_lexical"] == 1.0
+    assert set(rrf_weights(view, None, True, "broad")) == {
+        "broad_dense",
+        "broad_lexical",
+        "narrow_dense",
+        "narrow_lexical",
+    }
+    assert rrf_weights(view, None, False, "mid") == {"broad_dense": 1.0, "mid_dense": 1.0, "narrow_dense": 1.0}
+    assert hrr_weights(view)["rerank"] == 0.5 and hrr_weights(view, {"rerank": 2.0})["rerank"] == 2.0
+
+    query = "otter river crayfish"
+    lexical_only = [h.chunk.id for h in search_level(view, query, "mid", 5, lexical=None)]
+    assert lexical_only == [i for i, _ in view.lexical("mid", query, 15)][:5]  # the depth search_level reads
+    for hit in search_rrf(view, query, 5):  # dense lists weigh nothing: every score comes from BM25 lists
+        assert hit.score == pytest.approx(sum(c.fused for n, c in hit.sources.items() if n.endswith("_lexical")))
+    snapshot.close()
