@@ -17,7 +17,7 @@ from granrag_mcp.embedding.embedder import (
 from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
 from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
-from granrag_mcp.retrieval.ranker_choice import RankerChoice
+from granrag_mcp.retrieval.ranking.choice import RankerChoice
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.live import LiveStore

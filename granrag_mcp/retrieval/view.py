@@ -25,7 +25,7 @@ from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
 
 if TYPE_CHECKING:
-    from granrag_mcp.retrieval.candidate_ranker import CandidateRanker
+    from granrag_mcp.retrieval.ranking.model import CandidateRanker
 
 Scored = list[tuple[int, float]]
 """A ranked list of (chunk id, score), best first."""

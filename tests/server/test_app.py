@@ -20,7 +20,7 @@ from granrag_mcp.cli import main as cli_main
 from granrag_mcp.engine import Engine
 from granrag_mcp.errors import ModelLoadError, StoreMismatchError, StoreNotFoundError
 from granrag_mcp.rerankers import SentenceWindowReranker
-from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
+from granrag_mcp.retrieval.ranking.model import shipped_ranker
 from granrag_mcp.server.app import build_server, check_store
 from granrag_mcp.settings import Settings
 from granrag_mcp.tokens import get_tokenizer

@@ -25,10 +25,10 @@ import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
-from granrag_mcp.retrieval.candidate_ranker import hrr_table
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
 from granrag_mcp.retrieval.level_search import level_fusion
+from granrag_mcp.retrieval.ranking.rank import hrr_table
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
 from granrag_mcp.retrieval.rrf import RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_lists
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
@@ -236,7 +236,7 @@ def adapt_generation(folder: Path, identity: StoreIdentity, embedder: Embedder) 
     file there, so the commit lists and checksums it. HRR is measured with the embedding fallback reranker and the
     ranker the generation carries (else the shipped one)."""
     from granrag_mcp.rerankers import load_reranker
-    from granrag_mcp.retrieval.candidate_ranker import read_ranker, shipped_ranker
+    from granrag_mcp.retrieval.ranking.model import read_ranker, shipped_ranker
     from granrag_mcp.store.store import RANKER_FILE
 
     manifest = Manifest(generation=1, identity=identity, counts={}, next_chunk_id=0, files={})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from granrag_mcp.retrieval.candidate_ranker import LinearModel
+from granrag_mcp.retrieval.ranking.model import LinearModel
 
 DENSE_FEATURES = frozenset(
     {"rerank_score", "rerank_gap", "dense_best", "dense_top3", "dense_gap", "rr_rerank", "rr_sentence_dense"}

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from granrag_mcp.errors import InvalidInputError
-from granrag_mcp.retrieval.candidate_ranker import CandidateRanker, read_ranker, shipped_ranker
+from granrag_mcp.retrieval.ranking.model import CandidateRanker, read_ranker, shipped_ranker
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
 from granrag_mcp.store.adaptation import Adaptation, read_adaptation
 from granrag_mcp.store.manifest import MANIFEST_FILE
