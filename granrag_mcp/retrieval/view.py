@@ -67,7 +67,7 @@ class View:
         self.snapshot = snapshot
         self.embedder = embedder
         self.reranker = reranker
-        self.candidate_ranker = candidate_ranker  # reorders HRR's candidates (retrieval/candidate_ranker.py)
+        self.candidate_ranker = candidate_ranker  # reorders HRR's candidates (retrieval/ranking/)
         self.adaptation = adaptation  # the list weights the store adapted to its text (retrieval/ranking/adapt.py)
         self.catalog = snapshot.catalog
         self.doc_filter = doc_filter
