@@ -37,7 +37,7 @@ def main() -> int:
 
     from granrag_mcp.evaluation.fit_ranker import Dataset, collect, cross_validate, fit_ranker
     from granrag_mcp.evaluation.qa import load_squad
-    from granrag_mcp.retrieval.candidate_ranker import ALL_FEATURES, INSIDE_FEATURES
+    from granrag_mcp.retrieval.ranking.features import ALL_FEATURES, INSIDE_FEATURES
     from granrag_mcp.settings import Settings
 
     qa = load_squad(args.squad)
@@ -108,7 +108,8 @@ def fit_boosted(data, rows, features):
     """HistGradientBoostingClassifier on the head rows, as `fit_model` fits the logistic regression."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from granrag_mcp.retrieval.candidate_ranker import KNOWN_FEATURES, RANKED_HEAD
+    from granrag_mcp.retrieval.ranking.features import KNOWN_FEATURES
+    from granrag_mcp.retrieval.ranking.rank import RANKED_HEAD
 
     keep = rows & (data.position < RANKED_HEAD)
     x = data.features[keep][:, [KNOWN_FEATURES.index(f) for f in features]]

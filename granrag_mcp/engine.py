@@ -14,7 +14,7 @@ from granrag_mcp.embedding.factory import make_embedder
 from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
 from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
-from granrag_mcp.retrieval.ranker_choice import RankerChoice
+from granrag_mcp.retrieval.ranking.choice import RankerChoice
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.live import LiveStore
@@ -129,5 +129,9 @@ class Engine:
     def view(self) -> View:
         snapshot = self.live.snapshot()
         return View(
-            snapshot, self.embedder, self.reranker, candidate_ranker=self.candidate_rankers.for_snapshot(snapshot)
+            snapshot,
+            self.embedder,
+            self.reranker,
+            candidate_ranker=self.candidate_rankers.for_snapshot(snapshot),
+            adaptation=self.candidate_rankers.adaptation(snapshot),
         )

@@ -5,18 +5,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import granrag_mcp
 
 PACKAGE = Path(granrag_mcp.__file__).parent
 ROOT = PACKAGE.name
-
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # Cycles left where the server's state and the candidate ranker are not split yet: remove an entry once it
-    # no longer appears (test_no_known_cycles_left then passes).
-    frozenset({"retrieval.candidate_ranker", "retrieval.view"}),
-}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -98,7 +90,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def short(component: list[str]) -> frozenset[str]:
-    """A cycle's modules without the package's name, as KNOWN_CYCLES lists them."""
+    """A cycle's modules without the package's name."""
     return frozenset(m.removeprefix(f"{ROOT}.") for m in component)
 
 
@@ -125,15 +117,5 @@ def test_cycles_are_found_in_a_made_up_graph() -> None:
 
 
 def test_no_import_cycles() -> None:
-    found = [short(c) for c in cycles(import_graph())]
-    new = [sorted(c) for c in found if c not in KNOWN_CYCLES]
-    assert not new, f"import cycles: {new}"
-
-
-@pytest.mark.xfail(
-    reason="server.state -> library_watch -> resources -> state and retrieval.candidate_ranker <-> view remain",
-    strict=False,
-)
-def test_no_known_cycles_left() -> None:
-    found = {short(c) for c in cycles(import_graph())}
-    assert not found & KNOWN_CYCLES
+    found = [sorted(short(c)) for c in cycles(import_graph())]
+    assert not found, f"import cycles: {found}"

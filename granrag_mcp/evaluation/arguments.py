@@ -7,6 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+# Spelled here so building the CLI's parser imports no retrieval code; a test checks it against `STRATEGIES`.
+ALL_STRATEGIES = "Base,BM25,Level,C2P,S2P,Union,RRF,HRR"
+
 DESCRIPTION = """\
 Measure retrieval quality on a QA set: for every strategy (Base, C2P, S2P, Union, RRF, HRR), the hit rate
 HR@k and mean reciprocal rank MRR@k (k = 1, 3, 5, 10) at the broad and at the mid level. A question hits at a
@@ -138,8 +141,16 @@ def add_eval_parser(
         "--strategies",
         type=strategy_list,
         metavar="LIST",
-        default="Base,C2P,S2P,Union,RRF,HRR",
-        help="comma-separated strategies to run (default all: Base,C2P,S2P,Union,RRF,HRR)",
+        default=ALL_STRATEGIES,
+        help=f"comma-separated strategies to run (default all: {ALL_STRATEGIES})",
+    )
+    parser.add_argument(
+        "--adapt-reference",
+        type=Path,
+        metavar="FILE",
+        help="adapt the store's ranking again, in memory, against this reference (the shares tuned on another "
+        "corpus and its pseudo-query figures, as granrag_mcp/retrieval/ranking/reference.json): the "
+        "cross-domain protocol of docs/evaluation.md",
     )
     parser.add_argument(
         "--fit-ranker",

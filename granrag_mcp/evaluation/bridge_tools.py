@@ -20,9 +20,9 @@ from granrag_mcp.evaluation.bridge_spans import (
     proper_names,
     span_names,
 )
+from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.packing import TokenCounter, pack
 
 BUDGET = 2000
 PATHS = {"k": 5, "evidence": 2, "max_hops": 3}  # an agent asking for the evidence of a link, within the budget

@@ -15,12 +15,30 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.retrieval.view import View
 
 from granrag_mcp.evaluation.arguments import strategy_list
 from granrag_mcp.levels import FINEST, LEVELS, parent_of
 
 log = logging.getLogger("granrag_mcp.evaluation")
+
+
+def readapted(engine: Engine, view: View, reference: Path) -> View:
+    """The view with its ranking adapted against another reference (the store is not changed)."""
+    from granrag_mcp.retrieval.ranking.adapt import Reference, adapt
+    from granrag_mcp.retrieval.view import View
+
+    base = engine.candidate_rankers.for_snapshot(view.snapshot, use_adaptation=False)
+    plain = View(view.snapshot, view.embedder, view.reranker, candidate_ranker=base)
+    adaptation = adapt(plain, reference=Reference.read(reference))
+    log.info("adapted against %s: %s", reference, adaptation.measured)
+    ranker = engine.candidate_rankers.for_snapshot(view.snapshot, adaptation=adaptation)
+    return View(view.snapshot, view.embedder, view.reranker, candidate_ranker=ranker, adaptation=adaptation)
+
 
 # --- the run -----------------------------------------------------------------------------------------------
 
@@ -176,6 +194,8 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
         reranker = MemoReranker(load_reranker(settings.reranker, embedder, settings.cross_encoder))
     engine = Engine(settings, embedder=embedder, reranker=reranker, load_reranker_now=False)
     view = engine.view()
+    if args.adapt_reference is not None:
+        view = readapted(engine, view, args.adapt_reference)
     catalog = view.snapshot.catalog
     timings["loading models"] = time.perf_counter() - t
 

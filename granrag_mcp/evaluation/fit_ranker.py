@@ -17,18 +17,16 @@ import numpy as np
 
 from granrag_mcp.evaluation.metrics import contains, hit_rate, mrr
 from granrag_mcp.evaluation.qa import Question
-from granrag_mcp.retrieval.candidate_ranker import (
+from granrag_mcp.retrieval.hrr import hrr_candidates
+from granrag_mcp.retrieval.ranking.features import (
     ALL_FEATURES,
     INSIDE_FEATURES,
     KNOWN_FEATURES,
-    RANKED_HEAD,
     TOKEN_FEATURES,
-    CandidateRanker,
-    LinearModel,
-    hrr_table,
     order_by,
 )
-from granrag_mcp.retrieval.hrr import hrr_candidates
+from granrag_mcp.retrieval.ranking.model import CandidateRanker, LinearModel
+from granrag_mcp.retrieval.ranking.rank import RANKED_HEAD, hrr_table
 
 SEEDS = (0, 1)
 REGULARISATION = 1.0  # scikit-learn's C; the features are standardised first
@@ -254,8 +252,8 @@ def run_fit(
 ) -> tuple[bool, str]:
     """`eval --fit-ranker`: fit on the questions, compare with the shipped ranker across documents, and commit the
     fitted one into the store only when it wins. Returns (used, the report's text)."""
-    from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
-    from granrag_mcp.retrieval.ranker_choice import write_store_ranker
+    from granrag_mcp.retrieval.ranking.choice import write_store_ranker
+    from granrag_mcp.retrieval.ranking.model import shipped_ranker
 
     data = collect(view, questions, vectors, progress)
     shipped = shipped_ranker(tokens=data.has_tokens)  # the one the server would use on this store

@@ -8,6 +8,10 @@ strategy   broad list                                           mid list
 =========  ===================================================  ================================================
 Base       ``search_level(level="broad")``: broad dense index    ``search_level(level="mid")``: mid dense index
            (span copies from the broad overlap dropped)
+BM25       the broad BM25 index alone                            the mid BM25 index alone
+Level      ``search_level(lexical=None)``: the broad level's     the same at the mid level (``search_narrow``
+           dense and BM25 lists with the store's adapted          level mid)
+           weights (``search_broad``'s default)
 C2P        narrow, mid and broad dense hits, each mapped to      narrow and mid dense hits mapped to their mid
            its broad ancestor, merged by max score               chunk, broad hits to their best-matching mid
                                                                  descendant, merged by max score
@@ -51,7 +55,7 @@ from granrag_mcp.retrieval.rrf import search_rrf
 from granrag_mcp.retrieval.union import search_union
 from granrag_mcp.retrieval.view import View, check_query
 
-STRATEGIES: tuple[str, ...] = ("Base", "C2P", "S2P", "Union", "RRF", "HRR")
+STRATEGIES: tuple[str, ...] = ("Base", "BM25", "Level", "C2P", "S2P", "Union", "RRF", "HRR")
 EVAL_LEVELS: tuple[Level, ...] = LEVELS[:2]
 """The levels scored, as in the Hierarchical Re-ranker Retriever: passages and the chunks inside them."""
 BROAD, MID = EVAL_LEVELS
@@ -63,6 +67,9 @@ HRR_K = 50  # broad parents asked from hrr_search: all of them (at most rerank_n
 
 STRATEGY_NOTES = {
     "Base": "the broad dense index alone (`search_level`, level broad); mid column: the mid dense index.",
+    "BM25": "the BM25 index of the level alone.",
+    "Level": "`search_level` with the store's adapted dense and BM25 weights (the default of search_broad, and of "
+    "search_narrow at level mid).",
     "C2P": "narrow, mid and broad dense hits mapped to their broad ancestor and merged by max score; mid column: "
     "narrow and mid hits mapped to mid, the top broad hits to their best-matching mid descendant, max score.",
     "S2P": "sentence (narrow) dense hits mapped to their broad (mid) ancestors, in order of first occurrence.",
@@ -248,7 +255,22 @@ def _deep_dense(ctx: StrategyContext, level: Level, target: Level) -> list[tuple
 
 
 def base(ctx: StrategyContext) -> Ranking:
-    return {level: [h.chunk.id for h in search_level(ctx.view, ctx.question, level, NEEDED)] for level in EVAL_LEVELS}
+    return {
+        level: [h.chunk.id for h in search_level(ctx.view, ctx.question, level, NEEDED, lexical=False)]
+        for level in EVAL_LEVELS
+    }
+
+
+def bm25(ctx: StrategyContext) -> Ranking:
+    """BM25 alone at each level: the bar every default search must clear."""
+    return {level: [i for i, _ in ctx.view.lexical(level, ctx.question, NEEDED)] for level in EVAL_LEVELS}
+
+
+def level(ctx: StrategyContext) -> Ranking:
+    """What search_broad and search_narrow (level mid) return by default: dense and BM25 with the adapted weights."""
+    return {
+        lv: [h.chunk.id for h in search_level(ctx.view, ctx.question, lv, NEEDED, lexical=None)] for lv in EVAL_LEVELS
+    }
 
 
 def c2p(ctx: StrategyContext) -> Ranking:
@@ -306,6 +328,8 @@ def hrr(ctx: StrategyContext) -> Ranking:
 
 RUNNERS: dict[str, Callable[[StrategyContext], Ranking]] = {
     "Base": base,
+    "BM25": bm25,
+    "Level": level,
     "C2P": c2p,
     "S2P": s2p,
     "Union": union,

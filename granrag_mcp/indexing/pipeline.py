@@ -32,6 +32,7 @@ from granrag_mcp.indexing.sentences import check_sentence_cap
 from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk
+from granrag_mcp.retrieval.ranking.adapt import adapt_generation
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.generation import Draft, first_free_chunk_id, new_generation, write_indexes
 from granrag_mcp.store.graph import has_graph
@@ -224,6 +225,8 @@ class _IndexRun:
                     names = _names_embedder(self.embedder, self.embedder_factory)
                     texts = {d.source.doc_id: d.text for d in new_docs}
                     write_graph(draft, base, texts, names, identity.dimension, self.progress)
+            with self.clock.stage("adapt"):  # ranking settings fitted to this text by pseudo-queries, no labels
+                adapt_generation(draft.folder, identity, self.embedder or self.embedder_factory())
             with self.clock.stage("commit"):
                 draft.publish(identity, counts, next_id)
         return draft.number

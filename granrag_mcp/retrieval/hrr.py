@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from granrag_mcp.levels import FINEST, Level, list_name, parent_of
-from granrag_mcp.retrieval.candidate_ranker import rank_hrr_candidates
+from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
+from granrag_mcp.retrieval.ranking.rank import rank_hrr_candidates
 from granrag_mcp.retrieval.rerank import RerankResult, require_reranker, rerank_chunks
 from granrag_mcp.retrieval.rrf import check_weights
 from granrag_mcp.retrieval.spans import dedupe_by_span
-from granrag_mcp.retrieval.view import ScoredChunk, View, check_query
+from granrag_mcp.retrieval.view import Scored, ScoredChunk, View, check_query
 
 CANDIDATE_LEVEL: Level = parent_of(FINEST) or FINEST
 """The level HRR reranks at: the one above sentences."""
@@ -27,7 +30,41 @@ SENTENCE_DENSE, SENTENCE_LEXICAL = "sentence_dense", "sentence_lexical"
 CANDIDATE_LEXICAL, CANDIDATE_DENSE = list_name(CANDIDATE_LEVEL, "lexical"), list_name(CANDIDATE_LEVEL, "dense")
 HRR_LISTS = ("rerank", SENTENCE_DENSE, SENTENCE_LEXICAL, CANDIDATE_LEXICAL)
 """The lists of the final fusion, and the names of their weights."""
+HRR_FUSION = "hrr"
+"""The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
+
+
+def hrr_weights(view: View, weights: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The weight of every list of HRR's final fusion: the adapted ones, overridden by `weights`, else 1.0."""
+    chosen = view.fusion_weights(HRR_FUSION, check_weights(weights, HRR_LISTS))
+    return {name: chosen.get(name, 1.0) for name in HRR_LISTS}
+
+
+def hrr_lists(
+    view: View,
+    query: str,
+    vector: np.ndarray,
+    sentence_k: int = 50,
+    mid_k: int = 20,
+    rerank_n: int = 20,
+    rrf_k: int = HRR_RRF_K,
+) -> tuple[dict[str, Scored], dict[int, Chunk]]:
+    """The lists of the final fusion (HRR_LISTS) and the chunks read so far: the sentence lists mapped to the
+    candidate level, its BM25 list, and the reranker's order of the first fusion's best `rerank_n`."""
+    sentences = {
+        SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
+        SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k),
+    }
+    evidence = {
+        **view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
+        CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k),
+    }
+    first = reciprocal_rank_fusion({**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}, k=rrf_k)
+    candidates = [item.key for item in first[:rerank_n]]
+    chunks = view.catalog.chunks(candidates)
+    reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks])
+    return {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}, chunks
 
 
 def hrr_candidates(
@@ -41,24 +78,13 @@ def hrr_candidates(
     ranked: bool = True,
 ) -> tuple[str, list[ScoredChunk]]:
     """The candidate stage: (the reranker's name, candidate-level chunks best first). With `ranked` and a candidate
-    ranker on the view, the fused head is reordered by it (the name then says so)."""
+    ranker on the view, the fused head is reordered by it (the name then says so). `weights` override the store's
+    adapted weights list by list."""
     query = check_query(query)
     reranker = require_reranker(view)
-    weights = check_weights(weights, HRR_LISTS)
+    weights = view.fusion_weights(HRR_FUSION, check_weights(weights, HRR_LISTS))
     vector = view.query_vector(query)
-    sentences = {
-        SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
-        SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k),
-    }
-    evidence = {
-        **view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
-        CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k),
-    }
-    first = reciprocal_rank_fusion({**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}, k=rrf_k)
-    candidates = [item.key for item in first[:rerank_n]]
-    chunks = view.catalog.chunks(candidates)
-    reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks])
-    lists = {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}
+    lists, chunks = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k)
     fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
     chunks.update(view.catalog.chunks([item.key for item in fused if item.key not in chunks]))
     out = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, LEVEL_SPECS, TOP, Level, list_name
 from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
@@ -12,10 +14,23 @@ from granrag_mcp.retrieval.spans import dedupe_by_span
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View, check_query
 
 FUSED_LEVELS: tuple[Level, ...] = (TOP, FINEST)
-RRF_LISTS: tuple[str, ...] = tuple(
-    list_name(spec.name, index) for spec in LEVEL_SPECS if spec.name in FUSED_LEVELS for index in spec.indices
-)
-"""The ranked lists fused, and the names of their weights."""
+RRF_LISTS: tuple[str, ...] = tuple(list_name(spec.name, index) for spec in LEVEL_SPECS for index in spec.indices)
+"""The ranked lists fused, and the names of their weights: the top and finest levels' always, and a level
+between them its own lists when its chunks are asked for."""
+OWN_LEVEL_FACTORS = {"dense": 1.0, "lexical": 20.0}
+"""The weights of the asked level's own lists against the others' 1.0: its BM25 list scores exactly the chunks
+returned, and the other lists fill in below it and break its ties. Chosen on 400 SQuAD-A questions at level mid
+(factors 3, 6, 10, 20: 20 was best, MRR@10 0.837 and HR@5 0.965 against BM25 alone's 0.837 and 0.955, and the four
+lists alone 0.819 and 0.905), then checked on COVID-A (0.691 and 0.838 against BM25 alone's 0.691 and 0.820)."""
+RRF_FACTORS: dict[str, float] = {
+    list_name(spec.name, index): OWN_LEVEL_FACTORS[index]
+    for spec in LEVEL_SPECS
+    if spec.name not in FUSED_LEVELS
+    for index in spec.indices
+}
+"""Each list's weight where the store has not adapted them (1.0 for the lists not named)."""
+RRF_FUSION = "rrf"
+"""The name of this fusion's weights in a store's adaptation."""
 
 
 def check_weights(weights: Mapping[str, float] | None, names: tuple[str, ...]) -> dict[str, float]:
@@ -30,20 +45,22 @@ def check_weights(weights: Mapping[str, float] | None, names: tuple[str, ...]) -
     return weights
 
 
-def search_rrf(
-    view: View,
-    query: str,
-    k: int,
-    level: Level = "mid",
-    weights: Mapping[str, float] | None = None,
-    rrf_k: int = DEFAULT_RRF_K,
-    lexical: bool = True,
-    depth: int | None = None,
-) -> list[ScoredChunk]:
-    query = check_query(query)
-    weights = check_weights(weights, RRF_LISTS)
-    vector = view.query_vector(query)
-    depth = depth or max(3 * k, 30)
+def rrf_weights(
+    view: View, weights: Mapping[str, float] | None = None, lexical: bool = True, level: Level = "mid"
+) -> dict[str, float]:
+    """The weight of every list `search_rrf` fuses: the adapted ones, overridden by `weights`, 1.0 for the rest.
+    Without the lexical lists the adapted weights (a balance between the two kinds) do not apply."""
+    given = check_weights(weights, RRF_LISTS)
+    present = [n for n in RRF_LISTS if n.startswith(tuple(f"{lv}_" for lv in (*FUSED_LEVELS, level)))]
+    if not lexical:
+        dense = [n for n in present if not n.endswith("_lexical")]
+        return {name: given.get(name, RRF_FACTORS.get(name, 1.0)) for name in dense}
+    chosen = {**RRF_FACTORS, **view.fusion_weights(RRF_FUSION, given)}
+    return {name: chosen.get(name, 1.0) for name in present}
+
+
+def rrf_lists(view: View, query: str, vector: np.ndarray, level: Level, depth: int, lexical: bool) -> dict[str, Scored]:
+    """The dense (and BM25) lists of the top and finest levels, each hit mapped to `level`."""
     raw: dict[Level, dict[str, Scored]] = {}
     for source in FUSED_LEVELS:
         raw[source] = {list_name(source, "dense"): view.dense(source, vector, depth)}
@@ -56,6 +73,28 @@ def search_rrf(
         for position, (chunk_id, _) in enumerate(mapped):
             evidence[chunk_id] = min(evidence.get(chunk_id, position), position)
     lists.update(view.map_lists(raw[TOP], TOP, level, vector, evidence))
+    if level not in FUSED_LEVELS:  # the asked level's own lists
+        lists[list_name(level, "dense")] = view.dense(level, vector, depth)
+        if lexical:
+            lists[list_name(level, "lexical")] = view.lexical(level, query, depth)
+    return lists
+
+
+def search_rrf(
+    view: View,
+    query: str,
+    k: int,
+    level: Level = "mid",
+    weights: Mapping[str, float] | None = None,
+    rrf_k: int = DEFAULT_RRF_K,
+    lexical: bool = True,
+    depth: int | None = None,
+) -> list[ScoredChunk]:
+    """The fused hits; `weights` override the store's adapted weights (`View.fusion_weights`) list by list."""
+    query = check_query(query)
+    weights = rrf_weights(view, weights, lexical, level)
+    vector = view.query_vector(query)
+    lists = rrf_lists(view, query, vector, level, depth or max(3 * k, 30), lexical)
     fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in weights.items() if n in lists}, k=rrf_k)
     chunks = view.catalog.chunks([item.key for item in fused])
     hits = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]

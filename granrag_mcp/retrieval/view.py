@@ -20,11 +20,12 @@ from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
 from granrag_mcp.rerankers import Reranker
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import Contribution
+from granrag_mcp.store.adaptation import Adaptation
 from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
 
 if TYPE_CHECKING:
-    from granrag_mcp.retrieval.candidate_ranker import CandidateRanker
+    from granrag_mcp.retrieval.ranking.model import CandidateRanker
 
 Scored = list[tuple[int, float]]
 """A ranked list of (chunk id, score), best first."""
@@ -61,11 +62,13 @@ class View:
         *,
         doc_filter: DocFilter | None = None,
         candidate_ranker: CandidateRanker | None = None,
+        adaptation: Adaptation | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.embedder = embedder
         self.reranker = reranker
-        self.candidate_ranker = candidate_ranker  # reorders HRR's candidates (retrieval/candidate_ranker.py)
+        self.candidate_ranker = candidate_ranker  # reorders HRR's candidates (retrieval/ranking/)
+        self.adaptation = adaptation  # the list weights the store adapted to its text (retrieval/ranking/adapt.py)
         self.catalog = snapshot.catalog
         self.doc_filter = doc_filter
         self._allowed: dict[Level, np.ndarray] = {}
@@ -78,8 +81,18 @@ class View:
             return self
         doc_filter.check(self.catalog)
         return View(
-            self.snapshot, self.embedder, self.reranker, doc_filter=doc_filter, candidate_ranker=self.candidate_ranker
+            self.snapshot,
+            self.embedder,
+            self.reranker,
+            doc_filter=doc_filter,
+            candidate_ranker=self.candidate_ranker,
+            adaptation=self.adaptation,
         )
+
+    def fusion_weights(self, fusion: str, given: Mapping[str, float] | None = None) -> dict[str, float]:
+        """The weights a fusion uses: the store's adapted ones (none: every list 1.0), overridden by `given`."""
+        adapted = self.adaptation.weights(fusion) if self.adaptation is not None else None
+        return {**(adapted or {}), **(given or {})}
 
     def allowed(self, level: Level) -> np.ndarray | None:
         """The chunk ids of `level` a search may return; None when the view is not filtered."""

@@ -65,6 +65,25 @@ MAP_FROM_BYTES = 32 * 2**20
 into memory."""
 
 
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+def idf(n_docs: int | float, doc_freq: np.ndarray | float) -> np.ndarray:
+    """BM25's inverse document frequency (Lucene's, never negative) of terms held by `doc_freq` of `n_docs` chunks."""
+    return np.log1p((n_docs - np.asarray(doc_freq, dtype=np.float64) + 0.5) / (np.asarray(doc_freq) + 0.5))
+
+
+def bm25_weights(
+    tf: np.ndarray, lengths: np.ndarray, average: float, k1: float = BM25_K1, b: float = BM25_B
+) -> np.ndarray:
+    """BM25's saturated term frequency, tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average)), for counts
+    `tf` of terms in chunks of `lengths` terms (`tf` a vector beside `lengths`, or one row per chunk)."""
+    norm = k1 * (1.0 - b + b * np.asarray(lengths) / average)
+    if np.ndim(tf) == 2:
+        norm = norm[:, None]
+    return tf * (k1 + 1.0) / (tf + norm)
+
+
 class LexicalIndex:
     def __init__(
         self,
@@ -88,7 +107,7 @@ class LexicalIndex:
         return len(self.ids)
 
     @classmethod
-    def build(cls, ids: Sequence[int], texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> LexicalIndex:
+    def build(cls, ids: Sequence[int], texts: Sequence[str], k1: float = BM25_K1, b: float = BM25_B) -> LexicalIndex:
         term_index: dict[str, int] = {}
         rows, cols, counts = [], [], []
         lengths = np.zeros(len(texts), dtype=np.float32)
@@ -107,10 +126,9 @@ class LexicalIndex:
         rows_arr = np.asarray(rows, dtype=np.int64)
         cols_arr = column_of[np.asarray(cols, dtype=np.int64)] if cols else np.zeros(0, dtype=np.int64)
         doc_freq = np.bincount(cols_arr, minlength=n_terms).astype(np.float32)
-        idf = np.log1p((n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
         avg_length = float(lengths.mean()) if n_docs and lengths.mean() > 0 else 1.0
-        norm = k1 * (1.0 - b + b * lengths[rows_arr] / avg_length)
-        weights = (idf[cols_arr] * tf * (k1 + 1.0) / (tf + norm)).astype(WEIGHT_TYPE)
+        saturated = bm25_weights(tf, lengths[rows_arr], avg_length, k1, b)
+        weights = (idf(n_docs, doc_freq)[cols_arr] * saturated).astype(WEIGHT_TYPE)
         order = np.lexsort((rows_arr, cols_arr))  # column by column, rows ascending: the CSC layout
         indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(np.bincount(cols_arr, minlength=n_terms), out=indptr[1:])

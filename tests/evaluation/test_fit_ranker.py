@@ -1,7 +1,7 @@
 import numpy as np
 
 from granrag_mcp.evaluation.fit_ranker import Dataset, beats, cross_validate, fit_model, fit_ranker, ranks
-from granrag_mcp.retrieval.candidate_ranker import ALL_FEATURES, TOKEN_FEATURES
+from granrag_mcp.retrieval.ranking.features import ALL_FEATURES, TOKEN_FEATURES
 
 
 def synthetic(questions=120, candidates=8, seed=0):

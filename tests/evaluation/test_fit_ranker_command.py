@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from granrag_mcp.retrieval.candidate_ranker import read_ranker
-from granrag_mcp.retrieval.ranker_choice import STORE_RANKER_FILE
+from granrag_mcp.retrieval.ranking.choice import STORE_RANKER_FILE
+from granrag_mcp.retrieval.ranking.model import read_ranker
 from granrag_mcp.store.store import Snapshot, read_current
 from tests.evaluation.test_eval_smoke import SQUAD, run_eval
 

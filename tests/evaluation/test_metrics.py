@@ -83,3 +83,10 @@ def test_bad_k_is_rejected(k) -> None:
         hit_rate(RANKS, k)
     with pytest.raises(ValueError, match="k must be"):
         mrr(RANKS, k)
+
+
+def test_the_eval_parsers_default_names_every_strategy() -> None:
+    from granrag_mcp.evaluation.arguments import ALL_STRATEGIES
+    from granrag_mcp.evaluation.strategies import STRATEGIES
+
+    assert ALL_STRATEGIES.split(",") == list(STRATEGIES)

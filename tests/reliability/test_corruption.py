@@ -25,6 +25,7 @@ from granrag_mcp.engine import Engine
 from granrag_mcp.errors import StoreCorruptError
 from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.server.app import build_server
+from granrag_mcp.store.adaptation import ADAPTATION_FILE
 from granrag_mcp.store.graph import GRAPH_FILE, PHRASES_FILE
 from granrag_mcp.store.store import CURRENT_FILE, Snapshot, read_current
 from tests.fakes import FakeEmbedder
@@ -63,8 +64,9 @@ def damage(path: Path, kind: str, rng: random.Random) -> None:
         raise ValueError(kind)
 
 
-LAZY_FILES = {GRAPH_FILE, PHRASES_FILE}
-"""Files of a generation read only when a graph tool first needs them (verified on open like every file)."""
+LAZY_FILES = {GRAPH_FILE, PHRASES_FILE, ADAPTATION_FILE}
+"""Files of a generation read only when a graph tool or the engine's view first needs them (verified on open like
+every file)."""
 
 
 class ParserSpy:

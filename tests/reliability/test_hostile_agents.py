@@ -19,8 +19,8 @@ from mcp_types import ListRootsResult, Root
 from pydantic import ValidationError
 
 from granrag_mcp.log_format import OneLineFormatter
-from granrag_mcp.server.transport.http import BearerTokenMiddleware
 from granrag_mcp.server.library.writes import OutsideRootsError, Runs, root_path
+from granrag_mcp.server.transport.http import BearerTokenMiddleware
 from granrag_mcp.settings import Settings
 from tests.server.test_app import call, fail, run
 from tests.server.tools.test_write import server_for

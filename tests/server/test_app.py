@@ -20,7 +20,8 @@ from granrag_mcp.cli import main as cli_main
 from granrag_mcp.engine import Engine
 from granrag_mcp.errors import ModelLoadError, StoreMismatchError, StoreNotFoundError
 from granrag_mcp.rerankers import SentenceWindowReranker
-from granrag_mcp.retrieval.candidate_ranker import shipped_ranker
+from granrag_mcp.retrieval.hrr import HRR_LISTS
+from granrag_mcp.retrieval.ranking.model import shipped_ranker
 from granrag_mcp.server.app import build_server, check_store
 from granrag_mcp.settings import Settings
 from granrag_mcp.tokens import get_tokenizer
@@ -206,7 +207,9 @@ def test_search_narrow_finds_the_sentence(server) -> None:
     assert top["parent_id"].startswith("mid:")
     assert top["doc_id"] == "bridges.md"
     assert top["end"] > top["start"] and top["token_count"] > 5 and top["truncated"] is False
-    assert top["sources"] is None and top["evidence"] is None
+    assert top["evidence"] is None
+    # dense alone, or dense and BM25 with the weights the index adapted to, which the result names
+    assert top["sources"] is None if result["weights"] is None else set(top["sources"]) <= set(result["weights"])
     assert result["generation"] == 1 and result["omitted"] == 0
     assert [h["score"] for h in result["hits"]] == sorted((h["score"] for h in result["hits"]), reverse=True)
 
@@ -261,15 +264,20 @@ def test_search_fused_rrf_reports_every_list(server) -> None:
     default, narrow, dense_only = run(server, scenario)
     top = default["hits"][0]
     assert top["level"] == "mid" and "Zephyr Bridge" in top["text"]
-    assert set(top["sources"]) <= {"broad_dense", "broad_lexical", "narrow_dense", "narrow_lexical"}
+    assert set(top["sources"]) <= {f"{lv}_{i}" for lv in ("broad", "mid", "narrow") for i in ("dense", "lexical")}
+    assert set(top["sources"]) <= set(default["weights"])  # every fused list's weight is reported
     assert {"narrow_dense", "narrow_lexical"} <= set(top["sources"])
     assert top["score"] == pytest.approx(sum(s["fused"] for s in top["sources"].values()))
     for source in top["sources"].values():
         assert source["rank"] >= 1
     assert narrow["hits"][0]["level"] == "narrow" and part_of(narrow["hits"][0]["text"], "bridge")
-    assert narrow["hits"][0]["sources"]["narrow_dense"]["fused"] == pytest.approx(1 / 11)
+    # weights not given keep the index's adapted ones, and the result names every weight used
+    assert narrow["weights"]["broad_dense"] == 0 and narrow["weights"]["broad_lexical"] == 0
+    assert narrow["hits"][0]["sources"]["narrow_dense"]["fused"] == pytest.approx(
+        narrow["weights"]["narrow_dense"] / 11
+    )
     assert narrow["hits"][0]["sources"]["broad_dense"]["fused"] == 0
-    assert all(set(h["sources"]) <= {"broad_dense", "narrow_dense"} for h in dense_only["hits"])
+    assert all(set(h["sources"]) <= {"broad_dense", "mid_dense", "narrow_dense"} for h in dense_only["hits"])
 
 
 def test_the_output_schema_spells_out_sources_in_place_and_still_checks_them(server) -> None:
@@ -379,7 +387,9 @@ def test_rerank_orders_the_candidates(server) -> None:
 
     ids, alone, result = run(server, scenario)
     assert alone["reranker"].startswith("sentence-windows-fallback:")
-    assert result["reranker"] == f"{shipped_ranker().name}+{alone['reranker']}"  # the candidate ranker by default
+    # the candidate ranker by default (its name says so when the index adapted its reliance on embeddings)
+    ranker, _, reranker = result["reranker"].partition("+")
+    assert ranker.split("*")[0] == shipped_ranker().name and reranker == alone["reranker"]
     assert len(result["hits"]) == 3 and {h["chunk_id"] for h in result["hits"]} <= set(ids)
     scores = [h["score"] for h in result["hits"]]
     assert scores == sorted(scores, reverse=True)
@@ -391,7 +401,8 @@ def test_hrr_search_returns_broad_parents_with_evidence(server) -> None:
         return await call(client, "hrr_search", {"query": "Quillon apple ripens", "k": 2})
 
     result = run(server, scenario)
-    assert result["reranker"].startswith(f"{shipped_ranker().name}+sentence-windows-fallback:")
+    assert result["reranker"].split("*")[0].split("+")[0] == shipped_ranker().name
+    assert "+sentence-windows-fallback:" in result["reranker"] and set(result["weights"]) == set(HRR_LISTS)
     top = result["hits"][0]
     assert top["level"] == "broad" and "Quillon apple" in top["text"]
     assert top["evidence"] and all(e.startswith("mid:") for e in top["evidence"])

@@ -21,7 +21,13 @@ ChunkId = Annotated[
 ChunkIds = Annotated[
     list[ChunkId], Field(min_length=1, max_length=100, description="1 to 100 chunk ids from earlier results.")
 ]
-Lexical = Annotated[bool, Field(description="Also match the words exactly (BM25), fused with the dense hits by RRF.")]
+Lexical = Annotated[
+    bool | None,
+    Field(
+        description="true: also match the words exactly (BM25), fused with the dense hits by RRF; false: dense "
+        "only; null (default): the dense and BM25 weights this index adapted to its text (in `weights`)."
+    ),
+]
 MaxTokens = Annotated[
     int,
     Field(
@@ -34,7 +40,7 @@ MaxTokens = Annotated[
 WeightName = Literal[RRF_LISTS]  # type: ignore[valid-type]
 Weights = Annotated[
     dict[WeightName, Annotated[float, Field(ge=0, le=100)]] | None,
-    Field(description="rrf only: weight of each ranked list, 1 when not given."),
+    Field(description="rrf only: weight of each ranked list; lists not given keep the weights this index adapted to."),
 ]
 DocIds = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=1000)]] | None,

@@ -136,10 +136,20 @@ class SessionSearchResult(SearchResult):
     seen_dropped: int = Field(
         0, description="With exclude_seen=true: hits left out because this session already received their ids."
     )
+    weights: dict[str, float] | None = Field(
+        None,
+        description="The weight of each fused ranked list (list name -> weight): what this index adapted to its "
+        "own text, overridden by the weights (or lexical) you passed; null when nothing was fused.",
+    )
 
 
 class RankedResult(SearchResult):
     reranker: str = Field(description="The reranker that scored the hits (a cross-encoder or the embedding fallback).")
+    weights: dict[str, float] | None = Field(
+        None,
+        description="The weight of each fused ranked list (list name -> weight): what this index adapted to its "
+        "own text, overridden by the weights (or lexical) you passed; null when nothing was fused.",
+    )
 
 
 class WindowResult(Budgeted):

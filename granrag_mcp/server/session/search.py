@@ -29,10 +29,15 @@ class SearchOptions:
 
 
 def session_search(
-    ctx: Any, query: str, k: int, options: SearchOptions, search: Callable[[View, int], list[ScoredChunk]]
+    ctx: Any,
+    query: str,
+    k: int,
+    options: SearchOptions,
+    search: Callable[[View, int], list[ScoredChunk]],
+    weights: Callable[[View], dict[str, float] | None] | None = None,
 ) -> SessionSearchResult:
     """`search(view, depth)` runs the technique for `depth` candidates on the view of the documents `options`
-    selects; the rest is the same for every search tool."""
+    selects, and `weights(view)` names the weights of its fused lists; the rest is the same for every search tool."""
     holder = holder_of(ctx)
     view, tokens = holder.view()
     view = view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix))
@@ -64,4 +69,5 @@ def session_search(
         hits=result.hits,
         similar_previous=similar,
         seen_dropped=dropped,
+        weights=weights(view) if weights is not None else None,
     )

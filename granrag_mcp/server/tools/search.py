@@ -11,9 +11,10 @@ from granrag_mcp.levels import FINEST, Level
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
 from granrag_mcp.retrieval.hrr import hrr_search as hrr
-from granrag_mcp.retrieval.level_search import search_level
+from granrag_mcp.retrieval.hrr import hrr_weights
+from granrag_mcp.retrieval.level_search import level_weights, search_level
 from granrag_mcp.retrieval.rerank import rerank as rerank_ids
-from granrag_mcp.retrieval.rrf import search_rrf
+from granrag_mcp.retrieval.rrf import rrf_weights, search_rrf
 from granrag_mcp.retrieval.union import search_union
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.schemas.arguments import (
@@ -43,7 +44,7 @@ def register(server: MCPServer, budget: int) -> None:
         query: Query,
         ctx: Context[Any, Any],
         k: Annotated[int, Field(ge=1, le=100, description="Number of passages (1-100).")] = 5,
-        lexical: Lexical = False,
+        lexical: Lexical = None,
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
@@ -59,7 +60,12 @@ def register(server: MCPServer, budget: int) -> None:
         """
         options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
         return session_search(
-            ctx, query, k, options, lambda view, depth: search_level(view, query, "broad", depth, lexical=lexical)
+            ctx,
+            query,
+            k,
+            options,
+            lambda view, depth: search_level(view, query, "broad", depth, lexical=lexical),
+            lambda view: level_weights(view, "broad", lexical),
         )
 
     @read_only_tool(server, "Search sentences or paragraphs")
@@ -70,7 +76,7 @@ def register(server: MCPServer, budget: int) -> None:
         level: Annotated[
             Literal["narrow", "mid"], Field(description="narrow: sentences; mid: paragraph-sized chunks.")
         ] = "narrow",
-        lexical: Lexical = False,
+        lexical: Lexical = None,
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
         max_tokens: MaxTokens = budget,
@@ -87,7 +93,12 @@ def register(server: MCPServer, budget: int) -> None:
         """
         options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
         return session_search(
-            ctx, query, k, options, lambda view, depth: search_level(view, query, level, depth, lexical=lexical)
+            ctx,
+            query,
+            k,
+            options,
+            lambda view, depth: search_level(view, query, level, depth, lexical=lexical),
+            lambda view: level_weights(view, level, lexical),
         )
 
     @read_only_tool(server, "Search all levels, fused")
@@ -131,7 +142,10 @@ def register(server: MCPServer, budget: int) -> None:
                 return search_union(view, query, depth, fine_level="mid" if level == "mid" else FINEST)
             return search_rrf(view, query, depth, level=level, weights=weights, rrf_k=rrf_k, lexical=lexical)
 
-        return session_search(ctx, query, k, options, search)
+        def used(view: View) -> dict[str, float] | None:
+            return None if method == "union" else rrf_weights(view, weights, lexical, level)
+
+        return session_search(ctx, query, k, options, search, used)
 
     @read_only_tool(server, "Rerank chunks")
     def rerank(
@@ -177,4 +191,5 @@ def register(server: MCPServer, budget: int) -> None:
         view, tokens = holder_of(ctx).view()
         view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
         result = hrr(view, query, k, sentence_k, mid_k, rerank_n)
-        return hits_result(view, tokens, result.hits, max_tokens, result.reranker)  # type: ignore[return-value]
+        out = hits_result(view, tokens, result.hits, max_tokens, result.reranker)
+        return out.model_copy(update={"weights": hrr_weights(view)})  # type: ignore[return-value]

@@ -3,8 +3,8 @@ import dataclasses
 import pytest
 
 from granrag_mcp.errors import InvalidInputError
-from granrag_mcp.retrieval.candidate_ranker import read_ranker, shipped_ranker
-from granrag_mcp.retrieval.ranker_choice import STORE_RANKER_FILE, RankerChoice, write_store_ranker
+from granrag_mcp.retrieval.ranking.choice import STORE_RANKER_FILE, RankerChoice, write_store_ranker
+from granrag_mcp.retrieval.ranking.model import read_ranker, shipped_ranker
 from granrag_mcp.store.store import Snapshot, read_current
 from tests.helpers import index, write_corpus
 

@@ -10,10 +10,13 @@ is the MaxSim variant for a store with token vectors.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from granrag_mcp.errors import InvalidInputError
-from granrag_mcp.retrieval.candidate_ranker import CandidateRanker, read_ranker, shipped_ranker
+from granrag_mcp.retrieval.ranking.model import CandidateRanker, read_ranker, shipped_ranker
+from granrag_mcp.retrieval.ranking.reliance import scaled_model
+from granrag_mcp.store.adaptation import Adaptation, read_adaptation
 from granrag_mcp.store.generation import new_generation
 from granrag_mcp.store.store import RANKER_FILE as STORE_RANKER_FILE
 from granrag_mcp.store.store import Snapshot, load_manifest, read_current
@@ -31,14 +34,39 @@ class RankerChoice:
         self.spec = spec
         self._fixed: CandidateRanker | None = None
         self._by_folder: dict[Path, CandidateRanker] = {}
+        self._adaptations: dict[Path, Adaptation | None] = {}
+        self._scaled: dict[tuple[Path, float], CandidateRanker] = {}
         if spec not in ("auto", "off", "shipped"):
             self._fixed = read_ranker(Path(spec).expanduser())
 
-    def for_snapshot(self, snapshot: Snapshot) -> CandidateRanker | None:
+    def adaptation(self, snapshot: Snapshot) -> Adaptation | None:
+        """The ranking settings the snapshot's generation adapted to its text, read once per generation."""
+        if snapshot.folder not in self._adaptations:
+            self._adaptations[snapshot.folder] = read_adaptation(snapshot.folder)
+        return self._adaptations[snapshot.folder]
+
+    def for_snapshot(
+        self, snapshot: Snapshot, adaptation: Adaptation | None = None, use_adaptation: bool = True
+    ) -> CandidateRanker | None:
+        """The ranker the setting names, with the embedding reliance the generation adapted to (or `adaptation`;
+        none without `use_adaptation`). A fixed ranker file is used as it is."""
         if self.spec == "off":
             return None
         if self._fixed is not None:
             return self._fixed
+        ranker = self._chosen(snapshot)
+        adaptation = adaptation or (self.adaptation(snapshot) if use_adaptation else None)
+        scale = adaptation.ranker_dense_scale if adaptation is not None else 1.0
+        if scale == 1.0:
+            return ranker
+        key = (snapshot.folder, scale)
+        if key not in self._scaled:
+            self._scaled[key] = replace(
+                ranker, name=f"{ranker.name}*dense{scale:g}", hrr=scaled_model(ranker.hrr, scale)
+            )
+        return self._scaled[key]
+
+    def _chosen(self, snapshot: Snapshot) -> CandidateRanker:
         # The shipped ranker with MaxSim features where the store holds token vectors.
         tokens = bool(snapshot.manifest.identity.token_vector_dims)
         if self.spec == "shipped" or STORE_RANKER_FILE not in snapshot.manifest.files:

@@ -1,32 +1,13 @@
-"""The candidate ranker: reorder retrieved chunks by features computed inside each one, with a small linear model.
-
-A bi-encoder scores a chunk by one pooled vector, and HRR's fusion only re-weights lists that already come from
-such scores; neither looks at where in a chunk the question's words and meaning land. This stage does: for every
-candidate it reads the candidate's sentences and measures how much of the question (stemmed, IDF-weighted) one,
-two or three consecutive sentences cover, the best sentence's BM25, how many of the question's word pairs occur,
-and the cosine of the best sentences' stored vectors, next to what HRR's lists said of the candidate. Where the
-store holds token vectors, it adds late interaction: each sentence's MaxSim against the question's tokens. A logistic
-regression over these features orders the candidates; equal scores keep HRR's order.
-
-Two models live in one ranker file: `hrr` (inside features plus HRR's list ranks and scores, for `hrr_search`)
-and `chunks` (inside features and the reranker's score only, for reranking any chunk ids). The shipped file was
-fitted on SQuAD-style questions; `granrag-mcp eval --fit-ranker` fits one on another QA set.
-
-Longer than most modules because the features, the model file and the reordering must agree exactly: the
-features a model was fitted on are the features it is applied to.
-"""
+"""The candidate ranker's features: what each candidate holds (the question's words and meaning in its
+sentences) and what HRR's lists said of it. The features a model was fitted on are the features it is applied
+to, so their names and computation live here only."""
 
 from __future__ import annotations
 
-import json
-import math
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,20 +16,10 @@ import Stemmer
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST
 from granrag_mcp.records import Chunk
-from granrag_mcp.store.lexical import analyse
+from granrag_mcp.store.lexical import analyse, bm25_weights, idf
 
-RANKER_FORMAT = "granrag-candidate-ranker"
-RANKER_FORMAT_VERSION = 1
-SHIPPED_RANKER = "candidate_ranker.json"
-"""The ranker shipped in this package, beside this module."""
-SHIPPED_TOKEN_RANKER = "candidate_ranker_tokens.json"
-"""The shipped ranker for stores with token vectors: the same features plus MaxSim."""
-
-RANKED_HEAD = 20
-"""How many of HRR's candidates the ranker reorders (HRR reranks this many); the rest keep their places."""
 WINDOWS = (1, 2, 3)
 """Runs of consecutive sentences the coverage features look at."""
-BM25_K1, BM25_B = 1.2, 0.75
 
 LIST_FEATURES = ("hrr_position", "hrr_score", "rr_rerank", "rr_sentence_dense", "rr_sentence_lexical", "rr_mid_lexical")
 """What HRR's lists said of a candidate: its position, fused score, and reciprocal rank in each fused list."""
@@ -113,110 +84,6 @@ def sentence_stems(ids: Sequence[int], texts: Sequence[str]) -> list[list[str]]:
     return [known[i] for i in ids]
 
 
-# --- the model ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LinearModel:
-    """Logistic regression over standardised features: score = coef . (x - mean) / scale + intercept."""
-
-    features: tuple[str, ...]
-    mean: np.ndarray
-    scale: np.ndarray
-    coef: np.ndarray
-    intercept: float
-
-    def score(self, table: Mapping[str, np.ndarray]) -> np.ndarray:
-        x = np.column_stack([np.asarray(table[name], dtype=np.float64) for name in self.features])
-        return ((x - self.mean) / self.scale) @ self.coef + self.intercept
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "features": list(self.features),
-            "mean": self.mean.tolist(),
-            "scale": self.scale.tolist(),
-            "coef": self.coef.tolist(),
-            "intercept": float(self.intercept),
-        }
-
-    @property
-    def needs_tokens(self) -> bool:
-        return any(f in TOKEN_FEATURES for f in self.features)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LinearModel:
-        features = tuple(data["features"])
-        unknown = [f for f in features if f not in KNOWN_FEATURES]
-        arrays = [np.asarray(data[key], dtype=np.float64) for key in ("mean", "scale", "coef")]
-        if unknown or any(a.shape != (len(features),) for a in arrays) or np.any(arrays[1] <= 0):
-            raise ValueError(
-                f"a model needs known features {unknown or ''} and one positive scale, mean and coefficient for each"
-            )
-        mean, scale, coef = arrays
-        return cls(features, mean, scale, coef, float(data["intercept"]))
-
-
-@dataclass(frozen=True)
-class CandidateRanker:
-    name: str
-    hrr: LinearModel
-    chunks: LinearModel
-    fitted_on: str = ""
-    cross_validation: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": RANKER_FORMAT,
-            "format_version": RANKER_FORMAT_VERSION,
-            "name": self.name,
-            "fitted_on": self.fitted_on,
-            "cross_validation": dict(self.cross_validation),
-            "models": {"hrr": self.hrr.to_json(), "chunks": self.chunks.to_json()},
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CandidateRanker:
-        if data.get("format") != RANKER_FORMAT or data.get("format_version") != RANKER_FORMAT_VERSION:
-            raise ValueError(f"not a {RANKER_FORMAT} file of version {RANKER_FORMAT_VERSION}")
-        models = data["models"]
-        return cls(
-            str(data["name"]),
-            LinearModel.from_json(models["hrr"]),
-            LinearModel.from_json(models["chunks"]),
-            str(data.get("fitted_on", "")),
-            dict(data.get("cross_validation", {})),
-        )
-
-    def write(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
-
-
-def read_ranker(path: Path) -> CandidateRanker:
-    """A ranker file; InvalidInputError with what to do when it cannot be used."""
-    try:
-        return CandidateRanker.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InvalidInputError(
-            f"cannot use the candidate ranker {path} ({type(exc).__name__}: {exc}); fit a new "
-            "one with `granrag-mcp eval --fit-ranker`, or use the shipped one"
-        ) from None
-
-
-def shipped_ranker(tokens: bool = False) -> CandidateRanker:
-    """The ranker fitted on SQuAD-A and shipped in the package; with `tokens`, the one that adds MaxSim features
-    (for stores with token vectors). The same object on every call."""
-    return _read_shipped(SHIPPED_TOKEN_RANKER if tokens else SHIPPED_RANKER)
-
-
-@lru_cache(maxsize=2)
-def _read_shipped(name: str) -> CandidateRanker:
-    data = resources.files("granrag_mcp.retrieval").joinpath(name).read_text(encoding="utf-8")
-    return CandidateRanker.from_json(json.loads(data))
-
-
-# --- features -------------------------------------------------------------------------------------------------
-
-
 @dataclass
 class QueryTerms:
     stems: list[str]  # distinct stems in query order
@@ -229,14 +96,14 @@ def query_terms(view: Any, query: str) -> QueryTerms:
     index = view.snapshot.lexical[FINEST]
     frequencies = index.document_frequencies(terms)
     n = len(index)
-    idf: dict[str, float] = {}
+    weights: dict[str, float] = {}
     stems = stem(terms)
     for term, s in zip(terms, stems):
         df = frequencies.get(term, 0)
-        idf[s] = max(idf.get(s, 0.0), math.log1p((n - df + 0.5) / (df + 0.5)))
-    distinct = list(idf)
+        weights[s] = max(weights.get(s, 0.0), float(idf(n, df)))
+    distinct = list(weights)
     bigrams = list(dict.fromkeys((a, b) for a, b in zip(stems, stems[1:]) if a != b))
-    return QueryTerms(distinct, np.array([idf[s] for s in distinct], dtype=np.float64), bigrams)
+    return QueryTerms(distinct, np.array([weights[s] for s in distinct], dtype=np.float64), bigrams)
 
 
 @dataclass
@@ -319,8 +186,7 @@ def inside_features(
                 if j is not None:
                     pairs[row, j] = True
     average = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / average)
-    bm25 = ((tf * (BM25_K1 + 1.0) / (tf + norm[:, None])) @ query.weights) / total
+    bm25 = (bm25_weights(tf, lengths, average) @ query.weights) / total
     present = (tf > 0).astype(np.float64)
     cosines = sentences.vectors @ np.asarray(vector, dtype=np.float32) if len(sentences.texts) else np.zeros(0)
     for c, (begin, end) in enumerate(sentences.bounds):
@@ -391,90 +257,3 @@ def list_features(candidates: Sequence[Any]) -> dict[str, np.ndarray]:
 def order_by(scores: np.ndarray) -> list[int]:
     """Positions best first; equal scores keep their given order."""
     return sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
-
-
-# --- ranking --------------------------------------------------------------------------------------------------
-
-
-def reranker_scores(
-    view: Any,
-    query: str,
-    vector: np.ndarray,
-    chunks: Sequence[Chunk],
-    sentences: Sentences,
-    known: Mapping[int, float] | None = None,
-) -> list[float]:
-    """The view's reranker score of each chunk: from `known` (chunk id -> score) where given, else computed (from
-    the sentence vectors already read when the reranker reads those, else from the texts)."""
-    known = known or {}
-    missing = [n for n, c in enumerate(chunks) if c.id not in known]
-    computed: dict[int, float] = {}
-    reranker = view.reranker
-    if missing and reranker is not None:
-        if reranker.reads_sentence_vectors:
-            values = reranker.score_sentences(vector, [sentences.of(n) for n in missing])
-        else:
-            values = reranker.score(query, [chunks[n].text for n in missing])
-        computed = {n: float(v) for n, v in zip(missing, values)}
-    floor = min(known.values(), default=0.0)
-    return [known[c.id] if c.id in known else computed.get(n, floor) for n, c in enumerate(chunks)]
-
-
-def hrr_table(
-    view: Any, query: str, vector: np.ndarray, candidates: Sequence[Any], tokens: bool = False
-) -> dict[str, np.ndarray]:
-    """Every feature of HRR's candidates (ScoredChunks in HRR's order); with `tokens`, the MaxSim ones too."""
-    chunks = [hit.chunk for hit in candidates]
-    sentences = candidate_sentences(view, chunks)
-    known = {hit.chunk.id: hit.sources["rerank"].score for hit in candidates if "rerank" in hit.sources}
-    scores = reranker_scores(view, query, vector, chunks, sentences, known)
-    table = {**list_features(candidates), **inside_features(query_terms(view, query), vector, sentences, scores)}
-    if tokens:
-        table.update(token_features(view, query, sentences))
-    return table
-
-
-def rank_hrr_candidates(
-    view: Any,
-    query: str,
-    vector: np.ndarray,
-    candidates: Sequence[Any],
-    ranker: CandidateRanker,
-    head: int = RANKED_HEAD,
-) -> list[Any]:
-    """HRR's candidates with the first `head` reordered by the ranker's `hrr` model (scores: its probabilities);
-    the rest follow in HRR's order."""
-    from granrag_mcp.retrieval.view import ScoredChunk
-
-    ranked = list(candidates[:head])
-    if not ranked:
-        return list(candidates)
-    scores = ranker.hrr.score(hrr_table(view, query, vector, ranked, tokens=ranker.hrr.needs_tokens))
-    probabilities = 1.0 / (1.0 + np.exp(-scores))
-    out = [
-        ScoredChunk(ranked[i].chunk, float(probabilities[i]), ranked[i].sources, ranked[i].evidence)
-        for i in order_by(scores)
-    ]
-    floor = min(h.score or 0.0 for h in out)
-    for hit in candidates[head:]:  # below every ranked one, in HRR's order
-        out.append(ScoredChunk(hit.chunk, floor * 0.5, hit.sources, hit.evidence))
-        floor *= 0.5
-    return out
-
-
-def rank_chunks(view: Any, query: str, chunks: Sequence[Chunk], ranker: CandidateRanker) -> list[Any]:
-    """Any chunks best first by the ranker's `chunks` model (scores: its probabilities)."""
-    from granrag_mcp.retrieval.view import ScoredChunk
-
-    if not chunks:
-        return []
-    vector = view.query_vector(query)
-    sentences = candidate_sentences(view, chunks)
-    table = inside_features(
-        query_terms(view, query), vector, sentences, reranker_scores(view, query, vector, chunks, sentences)
-    )
-    if ranker.chunks.needs_tokens:
-        table.update(token_features(view, query, sentences))
-    scores = ranker.chunks.score(table)
-    probabilities = 1.0 / (1.0 + np.exp(-scores))
-    return [ScoredChunk(chunks[i], float(probabilities[i])) for i in order_by(scores)]

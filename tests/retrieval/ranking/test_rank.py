@@ -5,21 +5,19 @@ import pytest
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.rerankers import SentenceWindowReranker
-from granrag_mcp.retrieval.candidate_ranker import (
+from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
+from granrag_mcp.retrieval.ranking.features import (
     ALL_FEATURES,
     INSIDE_FEATURES,
     TOKEN_FEATURES,
-    LinearModel,
     QueryTerms,
     Sentences,
-    hrr_table,
     inside_features,
     order_by,
-    read_ranker,
-    shipped_ranker,
     stem,
 )
-from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
+from granrag_mcp.retrieval.ranking.model import LinearModel, read_ranker, shipped_ranker
+from granrag_mcp.retrieval.ranking.rank import hrr_table
 from granrag_mcp.retrieval.rerank import rerank
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.store import Snapshot

@@ -1,0 +1,1 @@
+"""Ranking of retrieved candidates: the candidate ranker, and the settings a store adapts to its own text."""

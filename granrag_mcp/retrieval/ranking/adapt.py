@@ -1,0 +1,258 @@
+"""Ranking adapted to the corpus without labels: pseudo-queries made from the store's own sentences set the weights
+of the dense and BM25 lists in every fusion and the candidate ranker's reliance on its embedding features.
+
+Fixed weights suit the text they were tuned on: on Wikipedia, which the embedding model was trained on, its lists
+are strong; on biomedical papers BM25 finds the right paragraphs more often. A pseudo-query is a seeded sample of
+one sentence's content words (about half of them, in their order), which is what a question asked about that
+sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. Each fusion's lists
+are built once per pseudo-query and fused under a grid of dense shares; the share whose fused MRR@10 is best is
+kept, but the fixed default (equal weights) stays unless another share is better by more than the paired noise
+of the sample. The same choice scales the candidate ranker's embedding features against its lexical ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from granrag_mcp.embedding.embedder import Embedder
+from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
+from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
+from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
+from granrag_mcp.retrieval.level_search import level_fusion
+from granrag_mcp.retrieval.ranking.rank import hrr_table
+from granrag_mcp.retrieval.ranking.reliance import scaled_model
+from granrag_mcp.retrieval.rrf import RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_lists
+from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
+from granrag_mcp.store.adaptation import Adaptation, write_adaptation
+from granrag_mcp.store.lexical import STOPWORDS, analyse
+from granrag_mcp.store.manifest import Manifest, StoreIdentity
+from granrag_mcp.store.store import Snapshot
+
+log = logging.getLogger(__name__)
+
+PSEUDO_QUERIES = 200
+"""Sentences sampled per index run: enough that the paired noise of a choice is a few hundredths of MRR."""
+MIN_TERMS = 6
+"""A sentence needs this many distinct content words to give a pseudo-query (headings and fragments do not)."""
+KEEP_SHARE = 0.5
+SHARES = tuple(round(0.1 * i, 1) for i in range(11))
+"""A fusion's dense share: its dense lists get weight 2 * share, its lexical ones 2 * (1 - share); 0.5 is every
+weight 1, the fixed default."""
+MIN_QUERIES = 20
+REFERENCE_FILE = "reference.json"
+RANKER_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+"""Factors tried on the candidate ranker's embedding coefficients; 1.0 is the shipped model."""
+DEPTH = 30
+CUTOFF = 10
+_WORD_CHARS = r"\w\w+"
+
+
+def is_dense(list_name_: str) -> bool:
+    """Whether a fused list ranks by the embedding model (dense search or the bi-encoder reranker)."""
+    return list_name_.endswith("_dense") or list_name_ == "rerank"
+
+
+def share_weights(names: Sequence[str], share: float, factors: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Dense lists 2 * share, lexical ones 2 * (1 - share), each times its factor (default 1)."""
+    factors = factors or {}
+    return {name: round(2.0 * (share if is_dense(name) else 1.0 - share) * factors.get(name, 1.0), 3) for name in names}
+
+
+@dataclass(frozen=True)
+class PseudoQuery:
+    text: str
+    targets: Mapping[Level, int]  # the chunk of each level that holds the sentence
+
+
+def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0) -> list[PseudoQuery]:
+    """Up to `n` pseudo-queries from a seeded sample of the store's sentences (see the module's docstring)."""
+    import re
+
+    rng = np.random.default_rng(seed)
+    ids = view.catalog.chunk_ids_in_documents(FINEST, None, None)
+    if not ids:
+        return []
+    picked = rng.choice(np.asarray(ids, dtype=np.int64), size=min(len(ids), 3 * n), replace=False)
+    chunks = view.catalog.chunks([int(i) for i in picked])
+    up = {level: view.ancestors(list(chunks), level) for level in LEVELS if level != FINEST}
+    out: list[PseudoQuery] = []
+    for chunk_id in (int(i) for i in picked):
+        chunk = chunks.get(chunk_id)
+        if chunk is None or any(chunk_id not in found for found in up.values()):
+            continue
+        words = [w for w in re.findall(_WORD_CHARS, chunk.text) if w.lower() not in STOPWORDS]
+        distinct = list(dict.fromkeys(words))
+        if len(set(analyse(" ".join(distinct)))) < MIN_TERMS:
+            continue
+        keep = np.sort(rng.choice(len(distinct), size=max(3, round(KEEP_SHARE * len(distinct))), replace=False))
+        targets = {FINEST: chunk_id, **{level: found[chunk_id] for level, found in up.items()}}
+        out.append(PseudoQuery(" ".join(distinct[i] for i in keep), targets))
+        if len(out) == n:
+            break
+    return out
+
+
+def reciprocal_rank(ranked: Sequence[int], target: int) -> float:
+    for rank, chunk_id in enumerate(ranked[:CUTOFF], start=1):
+        if chunk_id == target:
+            return 1.0 / rank
+    return 0.0
+
+
+def choose(by_option: Mapping[float, np.ndarray], default: float) -> tuple[float, dict[str, float]]:
+    """The option with the best mean, unless the default is within the paired standard error of it (then the
+    default: a small sample must not move a tuned setting on noise). Also returns each option's mean."""
+    means = {option: float(values.mean()) for option, values in by_option.items()}
+    best = max(means, key=lambda option: (means[option], -abs(option - default)))
+    difference = by_option[best] - by_option[default]
+    noise = float(difference.std(ddof=1) / math.sqrt(len(difference))) if len(difference) > 1 else math.inf
+    chosen = default if means[best] - means[default] <= noise else best
+    return chosen, {str(option): round(mean, 4) for option, mean in means.items()}
+
+
+def fused_ranks(
+    lists: Mapping[str, Scored], share: float, k: int, factors: Mapping[str, float] | None = None
+) -> list[int]:
+    weights = share_weights(list(lists), share, factors)
+    return [item.key for item in reciprocal_rank_fusion(lists, weights=weights, k=k)]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Where the shares were tuned: on a corpus with labels, the dense share of each fusion that ranked its
+    questions best, and what the pseudo-queries measured there (MRR@10 of the dense lists alone and of the
+    lexical lists alone). Another corpus moves each share by how much its own pseudo-queries favour the dense
+    lists more or less than the reference's did."""
+
+    corpus: str
+    shares: Mapping[str, float]
+    dense_mrr: Mapping[str, float]
+    lexical_mrr: Mapping[str, float]
+
+    @classmethod
+    def read(cls, path: Path | None = None) -> Reference:
+        """A reference file; the shipped one (tuned on SQuAD-A) when `path` is None."""
+        if path is None:
+            text = resources.files("granrag_mcp.retrieval.ranking").joinpath(REFERENCE_FILE).read_text("utf-8")
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+        data = json.loads(text)
+        return cls(str(data["corpus"]), data["shares"], data["dense_mrr"], data["lexical_mrr"])
+
+
+def log_odds(p: float) -> float:
+    p = min(max(p, 0.01), 0.99)
+    return math.log(p / (1.0 - p))
+
+
+def calibrated_share(reference: Reference, fusion: str, dense_mrr: float, lexical_mrr: float) -> float:
+    """The reference's tuned share, its log odds moved by the change in the dense lists' advantage (log odds of
+    their pseudo-query MRR minus the lexical lists'); 0 and 1 stay where they are. Rounded to 0.05."""
+    tuned = float(reference.shares[fusion])
+    if tuned <= 0.0 or tuned >= 1.0:
+        return tuned
+    here = log_odds(dense_mrr) - log_odds(lexical_mrr)
+    there = log_odds(reference.dense_mrr[fusion]) - log_odds(reference.lexical_mrr[fusion])
+    share = 1.0 / (1.0 + math.exp(-(math.log(tuned / (1.0 - tuned)) + here - there)))
+    return round(20.0 * share) / 20.0
+
+
+def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Reference | None = None) -> Adaptation:
+    """Pseudo-queries from the view's store, and the fusion weights and ranker scale they favour."""
+    began = time.perf_counter()
+    reference = reference or Reference.read()
+    queries = pseudo_queries(view, n, seed)
+    if len(queries) < MIN_QUERIES:  # too little text to measure anything: keep the fixed defaults
+        return Adaptation({}, 1.0, len(queries), {"seconds": round(time.perf_counter() - began, 2)})
+    vectors = view.embedder.embed([q.text for q in queries])
+    names: dict[str, tuple[str, ...]] = {RRF_FUSION: RRF_LISTS, HRR_FUSION: HRR_LISTS}
+    names.update({level_fusion(lv): (list_name(lv, "dense"), list_name(lv, "lexical")) for lv in LEVELS})
+    alone: dict[str, dict[float, list[float]]] = {name: {0.0: [], 1.0: []} for name in names}
+    hrr_runs: list[tuple[PseudoQuery, np.ndarray, dict[str, Scored]]] = []
+    for query, vector in zip(queries, vectors):
+        runs = [(RRF_FUSION, rrf_lists(view, query.text, vector, CANDIDATE_LEVEL, DEPTH, True), CANDIDATE_LEVEL, 60)]
+        for level in LEVELS:
+            lists = {
+                list_name(level, "dense"): view.dense(level, vector, DEPTH),
+                list_name(level, "lexical"): view.lexical(level, query.text, DEPTH),
+            }
+            runs.append((level_fusion(level), lists, level, 60))
+        if view.reranker is not None:
+            lists, _ = hrr_lists(view, query.text, vector)
+            hrr_runs.append((query, vector, lists))
+            runs.append((HRR_FUSION, lists, CANDIDATE_LEVEL, HRR_RRF_K))
+        for name, lists, level, k in runs:
+            for share in (0.0, 1.0):  # the dense lists alone, the lexical lists alone
+                ranked = fused_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
+                alone[name][share].append(reciprocal_rank(ranked, query.targets[level]))
+    weights: dict[str, dict[str, float]] = {}
+    measured: dict[str, object] = {"reference": reference.corpus}
+    for name, results in alone.items():
+        if not results[1.0] or name not in reference.shares:
+            continue
+        dense, lexical = float(np.mean(results[1.0])), float(np.mean(results[0.0]))
+        share = calibrated_share(reference, name, dense, lexical)
+        measured[name] = {"dense_mrr": round(dense, 4), "lexical_mrr": round(lexical, 4), "share": share}
+        weights[name] = share_weights(names[name], share, RRF_FACTORS if name == RRF_FUSION else None)
+    scale = 1.0
+    if hrr_runs and view.candidate_ranker is not None and HRR_FUSION in weights:
+        scale, measured["ranker_mrr"] = _ranker_scale(view, hrr_runs, weights[HRR_FUSION])
+    measured["seconds"] = round(time.perf_counter() - began, 2)
+    return Adaptation(weights, scale, len(queries), measured)
+
+
+def _ranker_scale(
+    view: View, runs: Sequence[tuple[PseudoQuery, np.ndarray, dict[str, Scored]]], weights: Mapping[str, float]
+) -> tuple[float, dict[str, float]]:
+    """The factor on the candidate ranker's embedding coefficients that ranks the pseudo-queries' targets best."""
+    ranker = view.candidate_ranker
+    assert ranker is not None
+    results: dict[float, list[float]] = {s: [] for s in RANKER_SCALES}
+    for query, vector, lists in runs:
+        fused = reciprocal_rank_fusion(lists, weights=weights, k=HRR_RRF_K)[:20]
+        chunks = view.catalog.chunks([item.key for item in fused])
+        hits = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused if item.key in chunks]
+        if not hits:
+            continue
+        table = hrr_table(view, query.text, vector, hits, tokens=ranker.hrr.needs_tokens)
+        for factor in RANKER_SCALES:
+            scores = scaled_model(ranker.hrr, factor).score(table)
+            ranked = [hits[i].chunk.id for i in sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))]
+            results[factor].append(reciprocal_rank(ranked, query.targets[CANDIDATE_LEVEL]))
+    return choose({s: np.array(v) for s, v in results.items()}, 1.0)
+
+
+def adapt_generation(folder: Path, identity: StoreIdentity, embedder: Embedder) -> Adaptation:
+    """Adapt a generation being written (its catalog and indexes complete in `folder`) and write its adaptation
+    file there, so the commit lists and checksums it. HRR is measured with the embedding fallback reranker and the
+    ranker the generation carries (else the shipped one)."""
+    from granrag_mcp.rerankers import load_reranker
+    from granrag_mcp.retrieval.ranking.model import read_ranker, shipped_ranker
+    from granrag_mcp.store.store import RANKER_FILE
+
+    manifest = Manifest(generation=1, identity=identity, counts={}, next_chunk_id=0, files={})
+    snapshot = Snapshot(folder.parent, folder, manifest)
+    try:
+        carried = folder / RANKER_FILE
+        ranker = read_ranker(carried) if carried.is_file() else shipped_ranker(bool(identity.token_vector_dims))
+        view = View(snapshot, embedder, load_reranker("embedding", embedder), candidate_ranker=ranker)
+        adaptation = adapt(view)
+    finally:
+        snapshot.close()
+    write_adaptation(folder, adaptation)
+    log.info(
+        "ranking adapted to the text (%s pseudo-queries, %.1f s): %s",
+        adaptation.pseudo_queries,
+        adaptation.measured.get("seconds", 0.0),
+        adaptation.measured.get("shares"),
+    )
+    return adaptation

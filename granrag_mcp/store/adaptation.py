@@ -1,0 +1,62 @@
+"""The ranking settings a generation adapted to its own text (`retrieval/ranking/adapt.py`): its file and format.
+
+The file lies in the generation folder beside the indexes, so the manifest lists and checksums it and a reader
+never sees settings of another generation's text. A generation without one (written before adaptation, or by a
+run that skipped it) ranks with the fixed defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ADAPTATION_FILE = "adaptation.json"
+ADAPTATION_FORMAT = "granrag-adaptation"
+ADAPTATION_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Adaptation:
+    """Weights of each fusion's lists by name (`fusions`: fusion name -> list name -> weight), the candidate
+    ranker's scale on its embedding features against its lexical ones, and what the pseudo-queries measured."""
+
+    fusions: Mapping[str, Mapping[str, float]]
+    ranker_dense_scale: float = 1.0
+    pseudo_queries: int = 0
+    measured: Mapping[str, Any] = field(default_factory=dict)
+
+    def weights(self, fusion: str) -> dict[str, float] | None:
+        found = self.fusions.get(fusion)
+        return dict(found) if found is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": ADAPTATION_FORMAT,
+            "format_version": ADAPTATION_FORMAT_VERSION,
+            "fusions": {name: dict(w) for name, w in self.fusions.items()},
+            "ranker_dense_scale": self.ranker_dense_scale,
+            "pseudo_queries": self.pseudo_queries,
+            "measured": dict(self.measured),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Adaptation:
+        if data.get("format") != ADAPTATION_FORMAT or data.get("format_version") != ADAPTATION_FORMAT_VERSION:
+            raise ValueError(f"not a {ADAPTATION_FORMAT} file of version {ADAPTATION_FORMAT_VERSION}")
+        fusions = {str(n): {str(k): float(v) for k, v in w.items()} for n, w in data["fusions"].items()}
+        return cls(fusions, float(data["ranker_dense_scale"]), int(data["pseudo_queries"]), dict(data["measured"]))
+
+
+def write_adaptation(folder: Path, adaptation: Adaptation) -> None:
+    (folder / ADAPTATION_FILE).write_text(json.dumps(adaptation.to_json(), indent=1) + "\n", encoding="utf-8")
+
+
+def read_adaptation(folder: Path) -> Adaptation | None:
+    """The generation's adaptation, None where it has none (the file was checksummed when the snapshot opened)."""
+    path = folder / ADAPTATION_FILE
+    if not path.is_file():
+        return None
+    return Adaptation.from_json(json.loads(path.read_text(encoding="utf-8")))

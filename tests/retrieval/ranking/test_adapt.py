@@ -1,0 +1,146 @@
+"""The label-free adaptation: pseudo-queries from a store's own sentences set its fusion weights."""
+
+import random
+
+import numpy as np
+import pytest
+
+from granrag_mcp.retrieval.ranking.adapt import Reference, calibrated_share, pseudo_queries, share_weights
+from granrag_mcp.retrieval.view import View
+from granrag_mcp.store.adaptation import ADAPTATION_FILE, read_adaptation
+from granrag_mcp.store.store import Snapshot
+from tests.fakes import FakeEmbedder
+from tests.helpers import index
+
+ANIMALS = "otter heron badger falcon salmon beaver lynx puffin walrus marmot tortoise gecko".split()
+HABITATS = "river estuary forest cliff lake meadow tundra desert reef marsh glacier canyon".split()
+FOODS = "crayfish minnows beetles voles krill berries roots seeds clams grasses lichens insects".split()
+SEASONS = "spring summer autumn winter".split()
+
+
+def prose_corpus(folder, seed=1):
+    """Natural sentences with ordinary words: the embedding model understands them as well as BM25 matches them."""
+    rng = random.Random(seed)
+    folder.mkdir()
+    for d in range(4):
+        lines = []
+        for _ in range(30):
+            a, h, f, s = rng.choice(ANIMALS), rng.choice(HABITATS), rng.choice(FOODS), rng.choice(SEASONS)
+            lines.append(f"The {a} lives near the {h} and hunts for {f} during the {s} months before resting.")
+        (folder / f"nature-{d}.md").write_text(" ".join(lines))
+    return folder
+
+
+def code_corpus(folder, seed=2):
+    """Part records told apart only by codes: a sentence is found by its codes, which the model barely reads."""
+    rng = random.Random(seed)
+    folder.mkdir()
+
+    def code():
+        return "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") for _ in range(2)) + str(rng.randint(1000, 9999))
+
+    for d in range(4):
+        lines = [
+            f"Part {code()} ships from bin {code()} with gasket {code()} and valve {code()} under order {code()}."
+            for _ in range(30)
+        ]
+        (folder / f"parts-{d}.md").write_text(" ".join(lines))
+    return folder
+
+
+class CodeBlindEmbedder(FakeEmbedder):
+    """Reads words but not codes (tokens with digits), as a text model reads part numbers: a sentence's meaning
+    without what tells the parts apart."""
+
+    def _vector(self, text: str) -> np.ndarray:
+        return super()._vector(" ".join(w for w in text.split() if not any(ch.isdigit() for ch in w)))
+
+
+def adapted(tmp_path, corpus, embedder):
+    index(corpus, tmp_path / "store", embedder)
+    snapshot = Snapshot.open(tmp_path / "store")  # verifies the adaptation's checksum with the other files
+    assert ADAPTATION_FILE in snapshot.manifest.files
+    adaptation = read_adaptation(snapshot.folder)
+    snapshot.close()
+    assert adaptation is not None and adaptation.pseudo_queries >= 20
+    return adaptation
+
+
+def test_a_corpus_told_apart_by_codes_leans_on_bm25_more_than_one_told_apart_by_words(tmp_path):
+    prose = adapted(tmp_path / "a", prose_corpus(tmp_path / "prose"), CodeBlindEmbedder())
+    codes = adapted(tmp_path / "b", code_corpus(tmp_path / "codes"), CodeBlindEmbedder())
+    for fusion in ("rrf", "hrr", "level_narrow"):
+        assert codes.measured[fusion]["dense_mrr"] < prose.measured[fusion]["dense_mrr"], fusion
+        assert codes.measured[fusion]["share"] < prose.measured[fusion]["share"], fusion
+    assert codes.fusions["hrr"]["sentence_lexical"] > prose.fusions["hrr"]["sentence_lexical"]
+    assert codes.fusions["rrf"]["narrow_dense"] < prose.fusions["rrf"]["narrow_dense"]
+
+
+def test_pseudo_queries_are_seeded_halves_of_sentences_with_their_targets(tmp_path):
+    index(prose_corpus(tmp_path / "prose"), tmp_path / "store", FakeEmbedder())
+    snapshot = Snapshot.open(tmp_path / "store")
+    view = View(snapshot, FakeEmbedder())
+    queries = pseudo_queries(view, 30, seed=3)
+    assert len(queries) == 30 and [q.text for q in queries] == [q.text for q in pseudo_queries(view, 30, seed=3)]
+    for query in queries:
+        sentence = view.catalog.chunks([query.targets["narrow"]])[query.targets["narrow"]]
+        assert set(query.text.split()) <= set(sentence.text.replace(".", "").split())
+        assert view.ancestors([sentence.id], "mid")[sentence.id] == query.targets["mid"]
+    snapshot.close()
+
+
+def test_the_share_moves_with_the_dense_lists_advantage_and_a_tuned_extreme_stays():
+    reference = Reference(
+        "ref", {"rrf": 0.5, "level_mid": 0.0}, {"rrf": 0.8, "level_mid": 0.6}, {"rrf": 0.9, "level_mid": 0.9}
+    )
+    assert calibrated_share(reference, "rrf", 0.8, 0.9) == 0.5
+    assert calibrated_share(reference, "rrf", 0.5, 0.9) < 0.5 < calibrated_share(reference, "rrf", 0.9, 0.9)
+    assert calibrated_share(reference, "level_mid", 0.99, 0.5) == 0.0
+    weights = share_weights(["rerank", "sentence_dense", "sentence_lexical", "mid_lexical"], 0.25)
+    assert weights == {"rerank": 0.5, "sentence_dense": 0.5, "sentence_lexical": 1.5, "mid_lexical": 1.5}
+
+
+def test_the_shipped_reference_names_a_share_for_every_fusion():
+    reference = Reference.read()
+    assert set(reference.shares) == {"rrf", "hrr", "level_broad", "level_mid", "level_narrow"}
+    assert all(0.0 <= float(np.float64(s)) <= 1.0 for s in reference.shares.values())
+
+
+def test_searches_use_the_adapted_weights_unless_the_caller_overrides_them(tmp_path):
+    from granrag_mcp.retrieval.hrr import hrr_weights
+    from granrag_mcp.retrieval.level_search import level_weights, search_level
+    from granrag_mcp.retrieval.rrf import RRF_FACTORS, rrf_weights, search_rrf
+    from granrag_mcp.store.adaptation import Adaptation
+
+    index(prose_corpus(tmp_path / "prose"), tmp_path / "store", FakeEmbedder())
+    snapshot = Snapshot.open(tmp_path / "store")
+    plain = View(snapshot, FakeEmbedder())
+    adaptation = Adaptation(
+        {
+            "rrf": {"broad_dense": 0.0, "narrow_dense": 0.0, "mid_dense": 0.0},
+            "level_mid": {"mid_dense": 0.0, "mid_lexical": 2.0},
+            "hrr": {"rerank": 0.5},
+        }
+    )
+    view = View(snapshot, FakeEmbedder(), adaptation=adaptation)
+    assert level_weights(plain, "mid", None) is None  # no adaptation: dense alone, as before
+    assert level_weights(view, "mid", None) == {"mid_dense": 0.0, "mid_lexical": 2.0}
+    assert level_weights(view, "mid", False) is None
+    assert rrf_weights(plain, None, True, "mid")["mid_lexical"] == RRF_FACTORS["mid_lexical"] > 1.0
+    used = rrf_weights(view, {"narrow_dense": 2.0}, True, "mid")
+    assert used["broad_dense"] == 0.0 and used["narrow_dense"] == 2.0 and used["broad_lexical"] == 1.0
+    assert set(rrf_weights(view, None, True, "broad")) == {
+        "broad_dense",
+        "broad_lexical",
+        "narrow_dense",
+        "narrow_lexical",
+    }
+    assert rrf_weights(view, None, False, "mid") == {"broad_dense": 1.0, "mid_dense": 1.0, "narrow_dense": 1.0}
+    assert hrr_weights(view)["rerank"] == 0.5 and hrr_weights(view, {"rerank": 2.0})["rerank"] == 2.0
+
+    query = "otter river crayfish"
+    lexical_only = [h.chunk.id for h in search_level(view, query, "mid", 5, lexical=None)]
+    assert lexical_only == [i for i, _ in view.lexical("mid", query, 15)][:5]  # the depth search_level reads
+    for hit in search_rrf(view, query, 5):  # dense lists weigh nothing: every score comes from BM25 lists
+        assert hit.score == pytest.approx(sum(c.fused for n, c in hit.sources.items() if n.endswith("_lexical")))
+    snapshot.close()
