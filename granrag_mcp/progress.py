@@ -6,6 +6,16 @@ import sys
 import time
 from typing import TextIO
 
+from granrag_mcp.levels import FINEST
+
+EXTRACTING = "extracting documents"
+"""The stage of reading and chunking the changed documents, counted in files."""
+
+
+def embedding(level: str) -> str:
+    """The stage of embedding one level's chunks, counted in chunks (the finest level's are its sentences)."""
+    return "embedding sentences" if level == FINEST else f"embedding {level} chunks"
+
 
 class Progress:
     """Throttled 'stage: done/total' lines; silent when disabled."""
@@ -27,6 +37,10 @@ class Progress:
         self._last = now
         percent = 100 * done // total if total else 100
         self.message(f"{stage}: {done}/{total} ({percent}%)")
+
+    def level_written(self, level: str, vectors: int) -> None:
+        """One level's indices of the new generation are written (the indexer writes one level after another)."""
+        self.message(f"{level}: {vectors} vectors")
 
     def callback(self, stage: str):
         return lambda done, total: self.update(stage, done, total)

@@ -14,7 +14,7 @@ from granrag_mcp.indexing.chunk_vectors import level_vectors
 from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.discovery import SourceFile, text_of
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
-from granrag_mcp.progress import Progress
+from granrag_mcp.progress import Progress, embedding
 from granrag_mcp.records import Chunk, ChunkSpan
 from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.catalog import DocumentInfo
@@ -120,10 +120,10 @@ def embed_levels(
             tokens = [t for d in docs for t in d.sentence_tokens or []]
     elif token_reduce is not None:
         finest_vectors, tokens = embedder.embed_tokens(  # type: ignore[attr-defined]
-            [c.text for c in finest], token_reduce, progress=progress.callback("embedding sentences")
+            [c.text for c in finest], token_reduce, progress=progress.callback(embedding(FINEST))
         )
     else:
-        finest_vectors = embedder.embed([c.text for c in finest], progress=progress.callback("embedding sentences"))
+        finest_vectors = embedder.embed([c.text for c in finest], progress=progress.callback(embedding(FINEST)))
     vectors = {FINEST: finest_vectors}
     # Each coarser level pools the token-weighted sums of its children (or embeds its own text; see chunk_vectors).
     sums = vectors[FINEST] * np.array([max(c.token_count, 1) for c in finest], dtype=np.float32)[:, None]
@@ -137,7 +137,7 @@ def embed_levels(
             [c.text for c in chunks[level]],
             sums,
             parent_rows,
-            progress=progress.callback(f"embedding {level} chunks"),
+            progress=progress.callback(embedding(level)),
         )
         child = level
     return vectors, tokens

@@ -30,7 +30,7 @@ from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dime
 from granrag_mcp.indexing.semantic_chunking import semantic_documents
 from granrag_mcp.indexing.sentences import check_sentence_cap
 from granrag_mcp.levels import FINEST, LEVELS, Level
-from granrag_mcp.progress import Progress
+from granrag_mcp.progress import EXTRACTING, Progress, embedding
 from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.ranking.adapt import adapt_generation
 from granrag_mcp.settings import Settings
@@ -266,7 +266,7 @@ class _IndexRun:
         for number, (source, digest) in enumerate(changed, 1):
             outcome = outcomes[number - 1] if outcomes is not None else None
             if outcome is None:
-                self.progress.update("extracting documents", number, len(changed))
+                self.progress.update(EXTRACTING, number, len(changed))
             with self.clock.stage("extract"):
                 try:
                     extracted = outcome.result(source) if outcome is not None else extract_text(source)
@@ -312,7 +312,7 @@ class _IndexRun:
                     self.tokenizer,
                     self.chunking,
                     embedder,
-                    self.progress.callback("embedding sentences"),
+                    self.progress.callback(embedding(FINEST)),
                     token_reduce=token_reducer(self.projection),
                 )
             for doc, (spans, sentence_vectors, sentence_tokens) in zip(new_docs, semantic):

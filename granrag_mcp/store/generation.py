@@ -126,7 +126,7 @@ def write_indexes(
             if chunks[level]:
                 index.add(np.array([c.id for c in chunks[level]], dtype=np.int64), vectors[level])
             index.write(folder / vector_file(level))
-            progress.message(f"{level}: {len(index)} vectors")
+            progress.level_written(level, len(index))
             level_chunks = catalog.chunks_of_level(level)
             lexical = LexicalIndex.build([c.id for c in level_chunks], [c.text for c in level_chunks])
             lexical.write(folder / lexical_file(level))

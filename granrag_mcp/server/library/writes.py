@@ -27,8 +27,8 @@ from granrag_mcp.errors import GranragError, IndexBusyError, InvalidInputError
 from granrag_mcp.indexing.discovery import SourceFile, discover, text_of
 from granrag_mcp.indexing.pipeline import IndexSummary
 from granrag_mcp.indexing.safe_read import inside
-from granrag_mcp.levels import LEVELS
-from granrag_mcp.progress import Progress
+from granrag_mcp.levels import FINEST, LEVELS
+from granrag_mcp.progress import EXTRACTING, Progress, embedding
 from granrag_mcp.server.schemas.write import FailedFile, RunningJob, RunResult
 
 log = logging.getLogger(__name__)
@@ -36,11 +36,16 @@ log = logging.getLogger(__name__)
 MAX_LISTED_DOC_IDS = 200
 STOP_WAIT = 30.0  # seconds a new run waits for a cancelled one to stop before it answers "index busy"
 REPORT_INTERVAL = 0.2  # seconds between progress notifications
-STAGE_SHARES = {  # the share of a run each stage of the indexer covers, so that progress only grows
-    "extracting documents": (0.0, 0.15),
-    "embedding sentences": (0.15, 0.75),
-    "embedding mid chunks": (0.75, 0.85),
-    "embedding broad chunks": (0.85, 0.92),
+# The share of a run each stage of the indexer covers, so that progress only grows: the model's work on the
+# sentences dominates, the coarser levels (pooled from them) share what is left before writing.
+_COARSER = [level for level in reversed(LEVELS) if level != FINEST]
+STAGE_SHARES = {
+    EXTRACTING: (0.0, 0.15),
+    embedding(FINEST): (0.15, 0.75),
+    **{
+        embedding(level): (0.75 + 0.17 * i / len(_COARSER), 0.75 + 0.17 * (i + 1) / len(_COARSER))
+        for i, level in enumerate(_COARSER)
+    },
 }
 WRITE_SHARE = (0.92, 0.99)  # writing the generation: one step per level; the commit completes it
 
@@ -212,22 +217,24 @@ class RunProgress(Progress):
 
     def update(self, stage: str, done: int, total: int) -> None:
         low, high = STAGE_SHARES.get(stage, (self._run.progress, self._run.progress))
-        unit = "files" if stage == "extracting documents" else "chunks"
+        unit = "files" if stage == EXTRACTING else "chunks"
         self._advance(
             low + (high - low) * (done / total if total else 1.0),
             f"{stage}: {done}/{total} {unit}",
             force=done >= total,
         )
 
+    def level_written(self, level: str, vectors: int) -> None:
+        self._write_steps += 1
+        low, high = WRITE_SHARE
+        self._advance(
+            low + (high - low) * self._write_steps / len(LEVELS),
+            f"writing the new generation ({level}: {vectors} vectors)",
+            True,
+        )
+
     def message(self, text: str) -> None:
-        if text.endswith(" vectors"):  # the indexer writes one level after another
-            self._write_steps += 1
-            low, high = WRITE_SHARE
-            self._advance(
-                low + (high - low) * self._write_steps / len(LEVELS), f"writing the new generation ({text})", True
-            )
-        else:
-            self._advance(self._run.progress, text, True)
+        self._advance(self._run.progress, text, True)
 
 
 class Runs:
