@@ -93,6 +93,8 @@ class ConceptNames:
         if initials and initials in self.acronyms:
             return self.acronyms[initials]
         found_words = words(text)
+        if not found_words:  # punctuation only: nothing a name could stand for
+            return None
         if len(found_words) == 1 and fold(found_words[0]) in self.surnames:
             return self.surnames[fold(found_words[0])]
         if not all(w[0].isupper() or w.lower() in CONNECTORS for w in found_words):

@@ -82,3 +82,9 @@ def test_an_unknown_name_suggests_only_real_near_matches() -> None:
     with pytest.raises(UnknownConceptError) as error:
         lookup().resolve("Zanzibar Engine Company", no_meaning, nearest_none)  # only its generic last word is a name
     assert "no concept is spelt or means nearly the same" in str(error.value)
+
+
+@pytest.mark.parametrize("name", [":", "--", "?!"])
+def test_punctuation_alone_is_an_unknown_concept_not_a_crash(name: str) -> None:
+    with pytest.raises(UnknownConceptError, match="unknown concept"):
+        lookup().resolve(name, no_meaning, nearest_none)
