@@ -37,7 +37,9 @@ EXPECTED_ERRORS = {
     "unknown id": re.compile(r"unknown chunk id\(s\) .*search again"),
     "unknown doc id": re.compile(r"unknown doc_id\(s\) .*list_documents shows"),
     "broad has no parent": re.compile(r"are broad chunks, the top of the hierarchy, and have no parent"),
-    "unknown concept": re.compile(r"unknown concept .*(the closest names are|no concept is spelt or means nearly).*call find_concepts"),
+    "unknown concept": re.compile(
+        r"unknown concept .*(the closest names are|no concept is spelt or means nearly).*call find_concepts"
+    ),
     "empty concept": re.compile(r"the concept name is empty: pass a name"),
     "same concept": re.compile(r"are the same concept: pass two different ones"),
     "no community in document": re.compile(r"no community of the graph lies in document"),

@@ -19,6 +19,7 @@ from mcp_types import ListRootsResult, Root
 from pydantic import ValidationError
 
 from granrag_mcp.log_format import OneLineFormatter
+from granrag_mcp.retrieval.rrf import RRF_LISTS
 from granrag_mcp.server.library.writes import OutsideRootsError, Runs, root_path
 from granrag_mcp.server.transport.http import BearerTokenMiddleware
 from granrag_mcp.settings import Settings
@@ -134,7 +135,7 @@ def test_a_cancelled_run_is_not_busy_on_the_immediate_retry() -> None:
 
 
 def test_all_zero_weights_are_refused_with_what_to_do(library) -> None:
-    zero = dict.fromkeys(["broad_dense", "broad_lexical", "narrow_dense", "narrow_lexical"], 0.0)
+    zero = dict.fromkeys(RRF_LISTS, 0.0)  # every list search_fused may fuse
 
     async def scenario(client: Client) -> dict[str, Any]:
         return {
