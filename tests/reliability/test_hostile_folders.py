@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -170,8 +171,41 @@ def deep_tree(top: Path, levels: int) -> Path:
     return top
 
 
-def test_a_tree_1100_levels_deep_is_walked_to_the_depth_limit_with_one_warning(tmp_path: Path, caplog) -> None:
-    top = deep_tree(tmp_path / "deep", 1100)
+def remove_deep_tree(top: Path, levels: int) -> None:
+    """Remove a tree made by `deep_tree` from the bottom up by relative steps: pytest's clean-up of its temporary
+    folders recurses once per level and would fail on it."""
+    descriptor = os.open(top, os.O_RDONLY)
+    for _ in range(levels):
+        inner = os.open("d", os.O_RDONLY, dir_fd=descriptor)
+        os.close(descriptor)
+        descriptor = inner
+    os.unlink("bottom.md", dir_fd=descriptor)
+    for _ in range(levels):
+        parent = os.open("..", os.O_RDONLY, dir_fd=descriptor)
+        os.close(descriptor)
+        descriptor = parent
+        os.rmdir("d", dir_fd=descriptor)
+    os.close(descriptor)
+
+
+@pytest.fixture
+def deep_trees() -> Iterator[Callable[[Path, int], Path]]:
+    """`deep_tree`, with every tree it made removed after the test."""
+    made: list[tuple[Path, int]] = []
+
+    def make(top: Path, levels: int) -> Path:
+        made.append((top, levels))
+        return deep_tree(top, levels)
+
+    yield make
+    for top, levels in made:
+        remove_deep_tree(top, levels)
+
+
+def test_a_tree_1100_levels_deep_is_walked_to_the_depth_limit_with_one_warning(
+    tmp_path: Path, caplog, deep_trees
+) -> None:
+    top = deep_trees(tmp_path / "deep", 1100)
     settings = fake_settings(tmp_path / "store")
     with caplog.at_level(logging.WARNING):
         summary = fake_index([top], settings, FakeEmbedder())
@@ -184,8 +218,8 @@ def test_a_tree_1100_levels_deep_is_walked_to_the_depth_limit_with_one_warning(t
     assert [f.doc_id.count("/") for f in deeper.files] == [1100, 0]
 
 
-def test_a_deep_tree_through_the_cli_is_one_warning_not_a_traceback(tmp_path: Path) -> None:
-    top = deep_tree(tmp_path / "deep", 1100)
+def test_a_deep_tree_through_the_cli_is_one_warning_not_a_traceback(tmp_path: Path, deep_trees) -> None:
+    top = deep_trees(tmp_path / "deep", 1100)
     result = run_cli(fake_settings(tmp_path / "store"), "index", str(top), "--store", str(tmp_path / "store"))
     assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
     assert [line for line in result.stderr.splitlines() if "GRANRAG_MAX_DEPTH" in line]
