@@ -152,7 +152,7 @@ def main() -> None:
         "machine": info,
         "git": _common.git_revision(),
         "corpus": {
-            "file": str(args.squad),
+            "file": args.squad.name,
             "documents": len(documents),
             "characters": sum(len(t) for t in documents.values()),
         },
