@@ -32,7 +32,8 @@ def main() -> int:
     import faiss
     import numpy as np
 
-    from granrag_mcp.engine import Engine, make_embedder
+    from granrag_mcp.embedding.factory import make_embedder
+    from granrag_mcp.engine import Engine
     from granrag_mcp.evaluation.qa import load_squad, sample_questions
     from granrag_mcp.evaluation.strategies import CachedEmbedder
     from granrag_mcp.rerankers import load_reranker
