@@ -12,12 +12,23 @@ from granrag_mcp.indexing.decoding import byte_order_mark, decode
 
 
 @dataclass(frozen=True)
+class Section:
+    """A heading in a document's text: where its section starts, how deep it sits (1 = top) and its title."""
+
+    start: int  # character offset in ExtractedText.text where the heading's own text begins
+    level: int  # 1 for a top-level heading (a chapter, a slide, a sheet), 2 beneath it, and so on
+    title: str  # the heading as a reader sees it, on one line
+
+
+@dataclass(frozen=True)
 class ExtractedText:
     text: str
     replaced_bytes: bool  # some bytes were not valid in the document's encoding
     encoding: str = field(default="utf-8", compare=False)  # Python codec name
     guessed_encoding: bool = field(default=False, compare=False)  # not UTF-8 and undeclared: the detector chose
     content_hash: str = field(default="", compare=False)  # SHA-256 of exactly the bytes the text came from
+    sections: tuple[Section, ...] = ()  # headings in text order; empty where the format has none
+    page_starts: tuple[int, ...] = ()  # offset of each page's first character, page 1 first; empty if unpaged
 
 
 Extractor = Callable[[Path, bytes], ExtractedText]
