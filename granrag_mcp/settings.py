@@ -226,6 +226,36 @@ class WriteSettings(BaseModel):
         return [Path(part).expanduser() for part in self.allowed_roots.split(os.pathsep) if part.strip()]
 
 
+class LibrarySettings(BaseModel):
+    library: Annotated[tuple[Path, ...], NoDecode] = Field(
+        (),
+        description="serve, index --watch: folders the store is kept in step with, joined by the path separator "
+        "(':' on POSIX) in the environment; files added, changed, renamed or deleted there are indexed or removed, "
+        "and documents not under them are removed from the store.",
+    )
+    library_settle: float = Field(
+        0.5,
+        gt=0,
+        le=60,
+        allow_inf_nan=False,
+        description="Seconds a library folder must be quiet (no file written) before its changes are indexed, so "
+        "a file still being written or an editor's save in several steps is read once, whole.",
+    )
+
+    @field_validator("library", mode="before")
+    @classmethod
+    def _split_library(cls, value: object) -> object:
+        if isinstance(value, str):  # the environment gives one string of folders joined by the path separator
+            return tuple(part.strip() for part in value.split(os.pathsep) if part.strip())
+        return value
+
+    @field_validator("library")
+    @classmethod
+    def _absolute_library(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+        # Resolved once, when the settings are read: a folder named relative to where the command started.
+        return tuple(dict.fromkeys(Path(folder).expanduser().absolute() for folder in value))
+
+
 class LimitSettings(BaseModel):
     """What one index run may read, so that no folder or file drives the server past a known memory ceiling; what
     is over a limit is skipped with a warning naming the setting."""
@@ -283,6 +313,7 @@ class Settings(
     RerankSettings,
     ServerSettings,
     WriteSettings,
+    LibrarySettings,
     LimitSettings,
     HttpSettings,
     BaseSettings,

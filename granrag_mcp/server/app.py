@@ -115,7 +115,8 @@ def middleware(holder: EngineHolder) -> ServerMiddleware[Any]:
 def load_engine(settings: Settings) -> Engine:
     from granrag_mcp.engine import Engine
 
-    return Engine(settings, allow_empty=settings.allow_write)  # a writing server may start with an empty library
+    # A writing or syncing server may start with an empty library: it commits the first generation itself.
+    return Engine(settings, allow_empty=settings.allow_write or bool(settings.library))
 
 
 def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine] | None = None) -> MCPServer:
@@ -128,6 +129,10 @@ def build_server(settings: Settings, engine_factory: Callable[[Settings], Engine
         async with anyio.create_task_group() as group:
             if settings.watch_interval > 0:  # generations committed by another process (the CLI)
                 group.start_soon(holder.watch.poll, holder.engine, settings.watch_interval)
+            if settings.library:  # folders kept in step: their changes indexed and announced
+                from granrag_mcp.server.library.folders import keep_library_in_step
+
+                group.start_soon(keep_library_in_step, holder)
             try:
                 yield holder
             finally:
@@ -161,9 +166,12 @@ def run_server(settings: Settings) -> None:
     try:
         manifest = check_store(settings)
     except StoreNotFoundError:
-        if not settings.allow_write:
+        if settings.library:
+            log.info("no index at %s yet: indexing the library folders", settings.store)
+        elif settings.allow_write:
+            log.info("no index at %s yet: the library is empty until index_paths adds documents", settings.store)
+        else:
             raise
-        log.info("no index at %s yet: the library is empty until index_paths adds documents", settings.store)
     else:
         log.info(
             "index at %s: generation %s, %s documents",

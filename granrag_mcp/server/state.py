@@ -24,6 +24,7 @@ from granrag_mcp.settings import Settings
 
 if TYPE_CHECKING:  # the core (torch, FAISS) loads in the engine thread, after `initialize` is answered
     from granrag_mcp.engine import Engine
+    from granrag_mcp.indexing.sync import LibrarySync
     from granrag_mcp.packing import TokenCounter
     from granrag_mcp.retrieval.view import View
 
@@ -48,6 +49,8 @@ class EngineHolder:
         # per client session (see session.memory); a stdio server has one client
         self.queries = QueryMemories(settings.query_memory, one_client=settings.transport == "stdio")
         self.watch = LibraryWatch(settings.store, bus, legacy_stdio=settings.transport == "stdio")
+        self.library: LibrarySync | None = None
+        """The sync of `serve --library`, once it runs."""
 
     def start(self) -> None:
         """Start building the engine, once; later calls (one per request) do nothing."""
@@ -98,8 +101,8 @@ class EngineHolder:
         store = self.settings.store
         try:
             view = engine.view()
-        except StoreNotFoundError as exc:  # no generation yet: only a server that may write starts so
-            raise ToolError(EMPTY_LIBRARY if self.settings.allow_write else str(exc)) from None
+        except StoreNotFoundError as exc:  # no generation yet: only a server that may write or syncs starts so
+            raise ToolError(self._empty_library() or str(exc)) from None
         except OSError as exc:  # a generation folder or manifest gone from under the server
             log.error("cannot read the index at %s: %s", store, exc)
             raise ToolError(
@@ -108,6 +111,17 @@ class EngineHolder:
                 f"--rebuild --store {store}`"
             ) from None
         return view, engine.tokenizer
+
+    def _empty_library(self) -> str | None:
+        """Why a server that may start with no generation has none yet, and what to do."""
+        if self.settings.library:
+            running = self.library.running if self.library is not None else None
+            how_far = f" ({running.stage})" if running is not None else ""
+            return (
+                f"the library folders are being indexed for the first time{how_far}: call again in a moment; "
+                "documents appear as soon as they are committed"
+            )
+        return EMPTY_LIBRARY if self.settings.allow_write else None
 
     def empty(self) -> bool:
         """Whether the library has no committed generation yet (a writing server started on an empty store)."""
