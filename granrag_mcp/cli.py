@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from granrag_mcp import __version__
 from granrag_mcp.cli_chunker import add_chunker_flags
+from granrag_mcp.cli_library import add_library_flag, add_watch_flag, check_library
 from granrag_mcp.errors import GranragError
 from granrag_mcp.indexing.formats import format_list
 from granrag_mcp.levels import FINEST, LEVELS, level_list
@@ -106,12 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster on this machine)",
     )
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
-    index.add_argument(
-        "--watch",
-        action="store_true",
-        help="then keep the store in step with the PATH folders until stopped (Ctrl-C): added, changed, renamed "
-        "and deleted files are indexed or removed, as --prune (env GRANRAG_LIBRARY_SETTLE: the quiet seconds first)",
-    )
+    add_watch_flag(index)
 
     status = add_command(
         "status",
@@ -172,15 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"with --allow-write: folders the agent may index, joined by {os.pathsep!r}, when the client offers no "
         "MCP roots (env GRANRAG_ALLOWED_ROOTS)",
     )
-    serve.add_argument(
-        "--library",
-        nargs="+",
-        type=Path,
-        metavar="DIR",
-        help="keep the store in step with these folders while serving: what changed since the last run is indexed "
-        "at start, then every added, changed, renamed or deleted file (env GRANRAG_LIBRARY, joined by "
-        f"{os.pathsep!r}); documents not under them are removed",
-    )
+    add_library_flag(serve)
     serve.add_argument(
         "--index-if-empty",
         type=Path,
@@ -254,6 +242,8 @@ def cmd_index(args: argparse.Namespace, settings) -> int:
 
         raise InvalidInputError("--ray-address needs --engine ray")
     if args.watch:
+        from granrag_mcp.cli_library import watch_library
+
         return watch_library(args, settings)
     summary = run_index(
         args.paths,
@@ -278,37 +268,6 @@ def cmd_index(args: argparse.Namespace, settings) -> int:
     )
     for path, reason in summary.failed:
         print(f"  failed: {path}: {reason}")
-    return 0
-
-
-def watch_library(args: argparse.Namespace, settings) -> int:
-    """`index PATH... --watch`: the library sync without a server, until Ctrl-C or SIGTERM."""
-    import signal
-    import threading
-
-    from granrag_mcp.embedding.factory import make_embedder
-    from granrag_mcp.errors import InvalidInputError
-    from granrag_mcp.indexing.sync import LibrarySync, SyncPass
-
-    if args.engine != "local" or args.rebuild or args.json:
-        raise InvalidInputError("--watch runs the local engine, without --rebuild or --json: drop those flags")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    sync = LibrarySync(
-        settings.model_copy(update={"library": tuple(p.expanduser().absolute() for p in args.paths)}),
-        lambda: make_embedder(settings),
-        stop,
-        show_progress=not args.quiet,
-    )
-
-    def report(result: SyncPass) -> None:
-        if result.outcome != "unchanged" or result.summary is not None:
-            print(f"{result.outcome}: {result.message}", flush=True)
-
-    try:
-        sync.run(report)
-    except KeyboardInterrupt:
-        stop.set()
     return 0
 
 
@@ -403,11 +362,7 @@ def cmd_recover(args: argparse.Namespace, settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings) -> int:
     from granrag_mcp.store.store import read_current
 
-    missing = [str(folder) for folder in settings.library if not folder.is_dir()]
-    if missing:  # before serving: the sync's thread could only log it
-        from granrag_mcp.errors import InvalidInputError
-
-        raise InvalidInputError(f"library folder not found: {', '.join(missing)}; --library takes existing folders")
+    check_library(settings.library)
 
     if args.index_if_empty is not None and read_current(settings.store) is None:
         from granrag_mcp.engine import run_index  # the indexing pipeline only when there is something to index

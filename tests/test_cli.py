@@ -89,6 +89,8 @@ def test_rerun_is_incremental(store):
         (["index", "/nonexistent/docs", "--store", "/tmp/x"], "no such file or folder"),
         (["search", "", "--store", "/nonexistent/store"], "no index at"),
         (["status", "--store", "/tmp", "--log-level", "INFO"], "no index at /tmp"),
+        (["serve", "--store", "/tmp/x", "--library", "/nonexistent/notes"], "library folder not found"),
+        (["index", "/tmp", "--store", "/tmp/x", "--watch", "--json"], "--watch runs the local engine"),
     ],
 )
 def test_user_errors_are_one_line_without_traceback(args, message):
@@ -181,3 +183,31 @@ def test_an_unanticipated_file_system_error_is_one_line(tmp_path):
     too_long = tmp_path / ("x" * 300)  # longer than any file name may be
     result = granrag("index", too_long, "--store", tmp_path / "store")
     assert_one_line_error(result, "File name too long", "check that the path exists")
+
+
+def test_index_watch_follows_the_folder_and_stops_on_sigterm(tmp_path):
+    import signal
+    import threading
+    import time
+
+    docs = write_corpus(tmp_path / "docs", FACTS, repeat=1)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "granrag_mcp.cli", "index", docs, "--store", tmp_path / "store", "--watch", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    watchdog = threading.Timer(180, process.kill)  # a line that never comes ends the process, and so the read
+    watchdog.start()
+    try:
+        first = process.stdout.readline()
+        assert first.startswith("committed: generation 1 committed: 3 added"), first
+        time.sleep(1)  # the watch starts after the first run
+        (docs / "geology" / "volcanoes.md").unlink()
+        second = process.stdout.readline()
+        assert second.startswith("committed: generation 2 committed: 0 added, 0 updated, 1 removed, 2 unchanged")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        watchdog.cancel()
+        process.kill()
