@@ -87,3 +87,15 @@ def test_the_graph_setting_comes_from_the_environment_and_the_index_flag(monkeyp
     assert load_settings(parser.parse_args(["index", "docs", "--graph"])).graph is True
     monkeypatch.delenv("GRANRAG_GRAPH")
     assert load_settings(parser.parse_args(["index", "docs", "--no-graph"])).graph is False
+
+
+def test_library_folders_come_from_the_environment_or_the_serve_flag(monkeypatch, tmp_path):
+    import os
+
+    from granrag_mcp.cli import build_parser, load_settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GRANRAG_LIBRARY", f"{tmp_path / 'notes'}{os.pathsep}papers{os.pathsep}")
+    assert Settings().library == (tmp_path / "notes", tmp_path / "papers")  # relative: from where it started
+    args = build_parser().parse_args(["serve", "--library", "a", "b", "a"])
+    assert load_settings(args).library == (tmp_path / "a", tmp_path / "b")
