@@ -81,7 +81,7 @@ def test_the_user_folders_reach_the_server_as_arguments_it_reads() -> None:
     assert settings["store"]["type"] == "directory"
     args = build_parser().parse_args(bundle_args())
     assert args.command == "serve"
-    assert str(args.index_if_empty) == "${user_config.documents}"
+    assert [str(folder) for folder in args.library] == ["${user_config.documents}"]
     assert str(args.store) == "${user_config.store}"
 
 
@@ -96,4 +96,4 @@ def test_the_entry_point_is_the_package_command_line(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert "--index-if-empty" in done.stdout
+    assert "--library" in done.stdout
