@@ -169,8 +169,9 @@ class LibrarySync:
         return state
 
     def sync(self, strict: bool = False) -> SyncPass:
-        """One run if a document file changed since the last one. A busy store or a failed run is an outcome, not
-        an error, unless `strict` (then only a busy store or unreadable files are); SyncStopped is raised."""
+        """One run if a document file changed since the last one. A busy store, unreadable files or a failed run
+        are an outcome, not an error; with `strict` any other failure is raised (a store that does not fit the
+        settings, for one). SyncStopped is raised."""
         missing = [str(folder) for folder in self.folders if not folder.is_dir()]
         if missing:  # an unmounted disk must not empty the library: wait for the folder to come back
             return self._record(SyncPass("skipped", f"library folder missing, nothing removed: {', '.join(missing)}"))
@@ -235,7 +236,8 @@ class LibrarySync:
             return
         if on_pass is not None:
             on_pass(first)
-        pending = first.outcome == "busy"
+        # The watch begins after the first run: the first quiet moment looks again (a walk) for what changed between.
+        pending = True
         watch_filter = LibraryFilter(self.folders, [Path(self.settings.store).absolute()])
         log.info("library sync: watching %s", ", ".join(str(f) for f in self.folders))
         for changes in watchfiles.watch(

@@ -166,3 +166,26 @@ def test_the_watch_indexes_a_file_once_it_settles_and_stops_when_asked(tmp_path:
         assert snapshot.catalog.document_text("written.md") == "The falcon circled the meadow at noon."
     finally:
         snapshot.close()
+
+
+def test_two_syncs_on_one_store_commit_each_change_once(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "notes")
+    stop = threading.Event()
+    passes: list[SyncPass] = []
+    syncs = [LibrarySync(settings_for(tmp_path, folder, library_settle=0.2), FakeEmbedder, stop) for _ in range(2)]
+    threads = [threading.Thread(target=s.run, args=(passes.append,), daemon=True) for s in syncs]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while len(passes) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    (folder / "shared.md").write_text("Both servers see the comet over the quarry.", encoding="utf-8")
+    while "shared.md" not in stored(tmp_path / "store") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(6)  # past a busy run's retry
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    added = [p.summary.added for p in passes if p.committed and p.summary is not None]
+    assert sorted(added) == [1, len(TOPICS)], [p.message for p in passes]  # the folder once, the new file once
