@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import GranragError, IndexBusyError, InvalidInputError, NoDocumentsError
@@ -218,6 +218,16 @@ class LibrarySync:
             return IndexSummary(store=Path(self.settings.store))
         return remove_documents(known, self.settings.store, command="library sync", progress=progress)
 
+    def _folder_identities(self) -> list[tuple[int, int] | None]:
+        identities: list[tuple[int, int] | None] = []
+        for folder in self.folders:
+            try:
+                st = os.stat(folder)
+                identities.append((st.st_dev, st.st_ino))
+            except OSError:
+                identities.append(None)
+        return identities
+
     def _record(self, result: SyncPass) -> SyncPass:
         level = logging.WARNING if result.outcome in ("busy", "failed", "skipped") else logging.INFO
         if result.outcome != "unchanged" or result.summary is not None:
@@ -236,10 +246,32 @@ class LibrarySync:
             return
         if on_pass is not None:
             on_pass(first)
-        # The watch begins after the first run: the first quiet moment looks again (a walk) for what changed between.
-        pending = True
         watch_filter = LibraryFilter(self.folders, [Path(self.settings.store).absolute()])
-        log.info("library sync: watching %s", ", ".join(str(f) for f in self.folders))
+        force_polling: bool | None = None
+        while not self.stop.is_set():
+            if not all(folder.is_dir() for folder in self.folders):  # a watch on a vanished folder sees nothing
+                self.stop.wait(RETRY_SECONDS)
+                continue
+            log.info("library sync: watching %s", ", ".join(str(f) for f in self.folders))
+            try:
+                self._follow(watchfiles, watch_filter, on_pass, force_polling)
+            except (OSError, RuntimeError) as exc:  # no file notifications here (an inotify limit, a network share)
+                if force_polling:
+                    raise
+                log.warning("library sync: file notifications unavailable (%s); polling the folders instead", exc)
+                force_polling = True
+
+    def _follow(
+        self,
+        watchfiles: Any,
+        watch_filter: LibraryFilter,
+        on_pass: Callable[[SyncPass], None] | None,
+        force_polling: bool | None,
+    ) -> None:
+        """Sync after each quiet moment until `stop` is set, or until a library folder vanishes (its watch is then
+        set up again once it is back)."""
+        pending = True  # the first quiet moment looks again (a walk) for what changed before the watch began
+        watched = self._folder_identities()
         for changes in watchfiles.watch(
             *self.folders,
             watch_filter=watch_filter,
@@ -249,18 +281,26 @@ class LibrarySync:
             rust_timeout=round(RETRY_SECONDS * 1000),
             yield_on_timeout=True,
             raise_interrupt=False,
+            force_polling=force_polling,
         ):
             if self.stop.is_set():
-                break
+                return
+            if not changes and self._folder_identities() != watched:  # unmounted or replaced without a word
+                pending = True
             if not changes and not pending:
                 continue
             try:
                 result = self.sync()
             except SyncStopped:
-                break
-            pending = result.outcome == "busy"
+                return
+            except Exception:  # a fault of one run must not end the watch: the next change tries again
+                log.exception("library sync: the run failed; the store keeps its last generation")
+                continue
             if on_pass is not None:
                 on_pass(result)
+            if result.outcome == "skipped" or self._folder_identities() != watched:
+                return  # watched again once the folders are back
+            pending = result.outcome == "busy"
 
 
 def _stored_doc_ids(store: Path) -> list[str]:

@@ -189,3 +189,27 @@ def test_two_syncs_on_one_store_commit_each_change_once(tmp_path: Path) -> None:
         thread.join(10)
     added = [p.summary.added for p in passes if p.committed and p.summary is not None]
     assert sorted(added) == [1, len(TOPICS)], [p.message for p in passes]  # the folder once, the new file once
+
+
+def test_a_folder_removed_and_put_back_is_watched_again(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "notes")
+    stop = threading.Event()
+    passes: list[SyncPass] = []
+    sync = LibrarySync(settings_for(tmp_path, folder, library_settle=0.2), FakeEmbedder, stop)
+    thread = threading.Thread(target=sync.run, args=(passes.append,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 40
+    while not passes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    folder.rename(tmp_path / "away")  # an unmounted disk: nothing is removed
+    while not any(p.outcome == "skipped" for p in passes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (tmp_path / "away").rename(folder)
+    time.sleep(7)  # the watch is set up again within a retry interval
+    (folder / "after.md").write_text("The violin lay in the orchard.", encoding="utf-8")
+    while "after.md" not in stored(tmp_path / "store") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    thread.join(10)
+    assert set(stored(tmp_path / "store")) == {*TOPICS, "after.md"}
