@@ -139,7 +139,7 @@ def test_the_filter_skips_temporary_hidden_and_store_paths(tmp_path: Path, name:
 def test_the_watch_indexes_a_file_once_it_settles_and_stops_when_asked(tmp_path: Path) -> None:
     folder = write_corpus(tmp_path / "notes")
     stop = threading.Event()
-    sync = LibrarySync(settings_for(tmp_path, folder, library_settle=0.2), FakeEmbedder, stop)
+    sync = LibrarySync(settings_for(tmp_path, folder, library_settle=0.5), FakeEmbedder, stop)
     passes: list[SyncPass] = []
     thread = threading.Thread(target=sync.run, args=(passes.append,), daemon=True)
     thread.start()
@@ -172,7 +172,7 @@ def test_two_syncs_on_one_store_commit_each_change_once(tmp_path: Path) -> None:
     folder = write_corpus(tmp_path / "notes")
     stop = threading.Event()
     passes: list[SyncPass] = []
-    syncs = [LibrarySync(settings_for(tmp_path, folder, library_settle=0.2), FakeEmbedder, stop) for _ in range(2)]
+    syncs = [LibrarySync(settings_for(tmp_path, folder, library_settle=0.5), FakeEmbedder, stop) for _ in range(2)]
     threads = [threading.Thread(target=s.run, args=(passes.append,), daemon=True) for s in syncs]
     for thread in threads:
         thread.start()
@@ -195,7 +195,7 @@ def test_a_folder_removed_and_put_back_is_watched_again(tmp_path: Path) -> None:
     folder = write_corpus(tmp_path / "notes")
     stop = threading.Event()
     passes: list[SyncPass] = []
-    sync = LibrarySync(settings_for(tmp_path, folder, library_settle=0.2), FakeEmbedder, stop)
+    sync = LibrarySync(settings_for(tmp_path, folder, library_settle=0.5), FakeEmbedder, stop)
     thread = threading.Thread(target=sync.run, args=(passes.append,), daemon=True)
     thread.start()
     deadline = time.monotonic() + 40
