@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client import Client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import ListRootsResult, Root
 
 from granrag_mcp.server.app import build_server
@@ -147,7 +147,9 @@ def test_no_roots_at_all_is_a_clear_error(library) -> None:
     assert "GRANRAG_ALLOWED_ROOTS" in run(server_for(library, allowed_roots=""), scenario)
 
 
-def test_the_clients_roots_replace_the_configured_ones(library) -> None:
+def client_roots_scenario(library: dict[str, Any]) -> tuple[Any, Any]:
+    """A client that offers one root of its own, and a scenario that reads the status, indexes under the configured
+    folder and under the client's root."""
     tmp = library["tmp"]
     write_notes(tmp / "client-root")
 
@@ -155,32 +157,45 @@ def test_the_clients_roots_replace_the_configured_ones(library) -> None:
         return ListRootsResult(roots=[Root(uri=(tmp / "client-root").resolve().as_uri(), name="client")])
 
     async def scenario(client: Client) -> dict[str, Any]:
+        async def attempt(path: Path) -> dict[str, Any] | str:
+            try:
+                return await call(client, "index_paths", {"paths": [str(path)]})
+            except AssertionError as exc:
+                return str(exc)
+
         return {
             "status": await call(client, "index_status", {}),
-            "refused": await fail(client, "index_paths", {"paths": [str(library["root"] / "notes")]}),
-            "indexed": await call(client, "index_paths", {"paths": [str(tmp / "client-root")]}),
+            "configured": await attempt(library["root"] / "notes"),
+            "client": await attempt(tmp / "client-root"),
         }
 
-    out = run(server_for(library), scenario, list_roots_callback=roots, mode="legacy")
-    assert out["status"]["roots_from"] == "the client's MCP roots"
-    assert out["status"]["allowed_roots"] == [str((tmp / "client-root").resolve())]
-    assert "client-root" in out["refused"] and out["indexed"]["added"] == 2
+    return roots, scenario
 
 
-def test_a_client_that_declares_roots_and_lists_none_falls_back_to_the_configured_roots(library) -> None:
-    async def no_roots(_context: Any) -> ListRootsResult:
-        return ListRootsResult(roots=[])
+def test_configured_folders_win_over_the_clients_roots_and_roots_are_never_asked(library) -> None:
+    roots, scenario = client_roots_scenario(library)
+    asked: list[Any] = []
 
-    async def scenario(client: Client) -> dict[str, Any]:
-        return {
-            "status": await call(client, "index_status", {}),
-            "indexed": await call(client, "index_paths", {"paths": [str(library["root"] / "notes")]}),
-        }
+    async def counting(context: Any) -> ListRootsResult:
+        asked.append(context)
+        return await roots(context)
 
-    out = run(server_for(library), scenario, list_roots_callback=no_roots, mode="legacy")
+    out = run(server_for(library), scenario, list_roots_callback=counting, mode="legacy")
+    assert out["status"]["roots_from"] == "GRANRAG_ALLOWED_ROOTS"
     assert out["status"]["allowed_roots"] == [str(library["root"].resolve())]
-    assert "the client's MCP roots list is empty" in out["status"]["roots_from"]
-    assert out["indexed"]["added"] == 2
+    assert isinstance(out["configured"], dict) and out["configured"]["added"] == 2
+    assert "outside the allowed roots" in str(out["client"])
+    assert asked == []  # roots are deprecated from 2026-07-28: a configured server never sends roots/list
+
+
+def test_without_configured_folders_the_clients_roots_are_the_fallback(library) -> None:
+    roots, scenario = client_roots_scenario(library)
+    with pytest.warns(MCPDeprecationWarning, match="roots capability is deprecated"):
+        out = run(server_for(library, allowed_roots=""), scenario, list_roots_callback=roots, mode="legacy")
+    assert out["status"]["roots_from"].startswith("the client's MCP roots")
+    assert out["status"]["allowed_roots"] == [str((library["tmp"] / "client-root").resolve())]
+    assert "outside the allowed roots" in str(out["configured"])
+    assert isinstance(out["client"], dict) and out["client"]["added"] == 2
 
 
 def test_long_documents_are_read_in_pages_and_listing_pages_through_documents(library, monkeypatch) -> None:
