@@ -24,8 +24,7 @@ MemoryHandle = Annotated[
     str | None,
     Field(
         max_length=64,
-        description="The memory of an earlier result: continue that search history (similar_previous, "
-        "exclude_seen), also where the protocol has no session.",
+        description="`memory` of an earlier result: continue its search history, also without a session.",
     ),
 ]
 
