@@ -14,6 +14,12 @@ MCPB_VERSION := 2.1.2
 MCPB := .tools/mcpb
 MCPB_STAMP := $(MCPB)/.installed-$(MCPB_VERSION)
 
+# The official MCP conformance suite, pinned, with the node 22 it needs (from npm's `node` package), beside them:
+# tests/server/test_conformance.py runs its server scenarios on protocols 2026-07-28 and 2025-11-25.
+CONFORMANCE_VERSION := 0.2.0-alpha.12
+CONFORMANCE := .tools/conformance
+CONFORMANCE_STAMP := $(CONFORMANCE)/.installed-$(CONFORMANCE_VERSION)
+
 .PHONY: run serve-http test test-slow install clean-store dist mcpb
 
 # Recipes are silent and their output goes to stderr: `make run` is a stdio MCP server, whose stdout carries
@@ -41,7 +47,14 @@ $(MCPB_STAMP):
 		else echo "mcpb not installed (npm failed): its test will skip" >&2; fi; \
 	else echo "npm not found: mcpb not installed, its test will skip" >&2; fi
 
-install: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP)
+$(CONFORMANCE_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		if npm install --prefix $(CONFORMANCE) --no-audit --no-fund --loglevel=error \
+			@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION) node@22 >&2; then touch $@; \
+		else echo "MCP conformance suite not installed (npm failed): its test will skip" >&2; fi; \
+	else echo "npm not found: MCP conformance suite not installed, its test will skip" >&2; fi
+
+install: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP)
 
 run: $(STAMP)
 	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --index-if-empty docs

@@ -5,11 +5,12 @@ title, description, annotations, input schema) and the output schemas.
 Lists the tools through the SDK's in-memory client, for the read-only server and for `--allow-write`. Writes
 benchmarks/results/tool_list.json.
 
-    python benchmarks/bench_tool_list.py
+    python benchmarks/bench_tool_list.py [--no-save]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
@@ -60,6 +61,9 @@ def measure(tools: list[dict[str, Any]], tokenizer: Tokenizer) -> dict[str, Any]
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-save", action="store_true", help="print the figures without writing the result file")
+    args = parser.parse_args()
     offline_env()
     logging.getLogger("granrag_mcp").setLevel(logging.CRITICAL)  # the empty store's "no index" error is expected
     tokenizer = Tokenizer("cl100k_base")
@@ -74,7 +78,8 @@ def main() -> None:
         "allow_write": measure(writing, tokenizer),
     }
     emit(data)
-    save_result("tool_list", data)
+    if not args.no_save:
+        save_result("tool_list", data)
 
 
 if __name__ == "__main__":

@@ -165,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--allowed-roots",
         metavar="DIRS",
-        help=f"with --allow-write: folders the agent may index, joined by {os.pathsep!r}, when the client offers no "
-        "MCP roots (env GRANRAG_ALLOWED_ROOTS)",
+        help=f"with --allow-write: folders the agent may index, joined by {os.pathsep!r}; the client's MCP roots "
+        "are asked only when none are given (env GRANRAG_ALLOWED_ROOTS)",
     )
     add_library_flag(serve)
     serve.add_argument(

@@ -207,7 +207,7 @@ class WriteSettings(BaseModel):
     allowed_roots: str = Field(
         "",
         description="serve --allow-write: folders the agent may index, separated by the path separator (':' "
-        "on POSIX); used when the client offers no MCP roots.",
+        "on POSIX); the client's MCP roots are asked only when this is empty.",
     )
 
     @field_validator("allowed_roots")

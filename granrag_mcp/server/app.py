@@ -25,6 +25,7 @@ from granrag_mcp.errors import StoreCorruptError, StoreNotFoundError
 from granrag_mcp.server.library import resources
 from granrag_mcp.server.state import EngineHolder, loading
 from granrag_mcp.server.tools import context, graph, library, search
+from granrag_mcp.server.tools.listing import lean_tool_list
 from granrag_mcp.server.transport.stdio_relay import StdioRelay
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.manifest import Manifest, identity_for
@@ -99,6 +100,8 @@ def middleware(holder: EngineHolder) -> ServerMiddleware[Any]:
         try:
             if method == "resources/list":
                 return await resources.list_documents_as_resources(ctx, call_next)
+            if method == "tools/list":
+                return lean_tool_list(await call_next(ctx))
             result = await call_next(ctx)
             if method == "initialize":
                 holder.start_after(HANDSHAKE_WRITE_SECONDS)

@@ -63,6 +63,8 @@ TINY = {
     # script: its own arguments for a tiny run that saves nothing ({tmp}: a scratch folder, {squad}: two articles)
     "bench_encoder.py": ["--rounds", "1", "--questions", "4", "--sentences", "20", "--no-save"],
     "bench_index.py": ["--modes", "mean", "--squad", "{squad}", "--no-save"],
+    "bench_tool_list.py": ["--no-save"],
+    "bench_result_size.py": ["--articles", "2", "--questions", "2", "--squad", "{squad}", "--no-save"],
     "bench_scale.py": ["--sizes", "3000", "--kinds", "flat,hnsw", "--queries", "10", "--latency-queries", "10"]
     + ["--ef-search", "64", "--no-save"],
     "bench_token_vectors.py": ["--stores-dir", "{tmp}", "--squad", "{squad}", "--copies", "1", "--calls", "2"]

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client import Client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import ListRootsResult, Root
 from pydantic import ValidationError
 
@@ -41,7 +41,14 @@ def index_with_roots(library: dict[str, Any], uri: str, **changes: Any) -> str |
         result = await client.call_tool("index_paths", {"paths": [str(notes)]})
         return result.content[0].text if result.is_error else result.structured_content  # type: ignore[union-attr]
 
-    return run(server_for(library, **changes), scenario, list_roots_callback=with_roots(uri), mode="legacy")
+    # The client's roots are asked only when the server has no folders of its own: the deprecated fallback.
+    with pytest.warns(MCPDeprecationWarning, match="roots capability is deprecated"):
+        return run(
+            server_for(library, allowed_roots="", **changes),
+            scenario,
+            list_roots_callback=with_roots(uri),
+            mode="legacy",
+        )
 
 
 def test_a_client_root_of_the_whole_disk_is_refused_unless_allowed(library) -> None:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp.client import Client
+from mcp_types import Tool
 
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
@@ -21,20 +23,32 @@ SNAPSHOT = SNAPSHOTS / "tools.json"
 WRITE_SNAPSHOT = SNAPSHOTS / "tools_write.json"
 
 
+def listed(settings: Settings) -> list[Tool]:
+    """The tools as a client receives them (the server's middleware shapes the answer)."""
+
+    async def main() -> list[Tool]:
+        async with Client(build_server(settings)) as client:
+            return (await client.list_tools()).tools
+
+    return anyio.run(main)
+
+
 def current_tools(*, allow_write: bool = False) -> str:
     """The read-only server's tools, or with allow_write only the tools that `--allow-write` adds."""
-    read_only = anyio.run(build_server(Settings(store=Path("unused-store"), max_tokens=4000)).list_tools)
+    read_only = listed(Settings(store=Path("unused-store"), max_tokens=4000))
     server_tools = read_only
     if allow_write:
-        writing = build_server(Settings(store=Path("unused-store"), max_tokens=4000, allow_write=True))
+        writing = listed(Settings(store=Path("unused-store"), max_tokens=4000, allow_write=True))
         known = {tool.name for tool in read_only}
-        server_tools = [tool for tool in anyio.run(writing.list_tools) if tool.name not in known]
+        server_tools = [tool for tool in writing if tool.name not in known]
     tools = [
         {
             "name": tool.name,
             "title": tool.title,
             "description": tool.description,
-            "annotations": tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "annotations": tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if tool.annotations
+            else None,
             "inputSchema": tool.input_schema,
             "outputSchema": tool.output_schema,
         }

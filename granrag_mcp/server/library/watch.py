@@ -41,6 +41,11 @@ def document_uri(doc_id: str, page: int | None = None) -> str:
     return uri if page is None or page == 1 else f"{uri}?page={page}"
 
 
+def chunk_uri(chunk_id: str) -> str:
+    """The resource URI of a chunk, by its public id; `resources` reads them."""
+    return f"granrag://chunks/{quote(chunk_id, safe='')}"
+
+
 def _pointer(store: Path) -> CurrentPointer | None:
     try:
         return read_current(store)

@@ -62,22 +62,23 @@ class RunCancelled(GranragError):
 
 
 async def allowed_roots(ctx: Context[Any, Any], configured: Sequence[Path]) -> tuple[list[Path], str]:
-    """The client's MCP roots when it offers some (asked on every call, so a `roots/list_changed` is never
-    missed), else the server's configured roots."""
+    """The server's configured folders; the client's MCP roots only when none are configured, since roots are
+    deprecated from protocol 2026-07-28 and serve clients that still send them (asked on every call, so a
+    `roots/list_changed` is never missed)."""
+    if configured:
+        return list(configured), "GRANRAG_ALLOWED_ROOTS"
     session = ctx.session
     capabilities = session.client_capabilities
     if capabilities is not None and capabilities.roots is not None and session.can_send_request:
         try:
             result = await session.list_roots()
-        except Exception as exc:  # a client that declared roots but cannot answer: fall back, and say so in the log
-            log.warning("the client declared roots but roots/list failed (%s); using GRANRAG_ALLOWED_ROOTS", exc)
+        except Exception as exc:  # a client that declared roots but cannot answer: no folder, and say so in the log
+            log.warning("the client declared roots but roots/list failed (%s); set GRANRAG_ALLOWED_ROOTS", exc)
         else:
             roots = [root_path(str(root.uri)) for root in result.roots if str(root.uri).startswith("file:")]
             if roots:
-                return roots, "the client's MCP roots"
-            # Clients such as MCP Inspector declare roots and list none: the operator's setting then decides.
-            return list(configured), "GRANRAG_ALLOWED_ROOTS (the client's MCP roots list is empty)"
-    return list(configured), "GRANRAG_ALLOWED_ROOTS"
+                return roots, "the client's MCP roots (GRANRAG_ALLOWED_ROOTS is empty)"
+    return [], "GRANRAG_ALLOWED_ROOTS"
 
 
 def root_path(uri: str) -> Path:

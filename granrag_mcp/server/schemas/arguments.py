@@ -33,8 +33,7 @@ MaxTokens = Annotated[
     Field(
         ge=50,
         le=100_000,
-        description="Budget for the returned text in tokens (cl100k): whole results first, then one result cut "
-        "short and marked truncated; `omitted` counts the results left out.",
+        description="Budget in tokens (cl100k) for the returned text; results past it are counted in `omitted`.",
     ),
 ]
 WeightName = Literal[RRF_LISTS]  # type: ignore[valid-type]
@@ -57,9 +56,8 @@ DocPrefix = Annotated[
 DiversifyMethod = Annotated[
     Literal["none", "mmr", "kmeans"],
     Field(
-        description="none: the ranking as it is; mmr: maximal marginal relevance (see mmr_lambda); kmeans: the "
-        "candidates in at most 5 clusters, one hit per cluster listing the others' ids in `cluster`. Use it when "
-        "hits repeat each other."
+        description="For hits that repeat each other. mmr: maximal marginal relevance (see mmr_lambda); kmeans: "
+        "one hit per cluster (at most 5), the others' ids in its `cluster`."
     ),
 ]
 MmrLambda = Annotated[
@@ -67,5 +65,5 @@ MmrLambda = Annotated[
 ]
 ExcludeSeen = Annotated[
     bool,
-    Field(description="Leave out chunks this session already received from a search (counted in seen_dropped)."),
+    Field(description="Leave out chunks this search history already returned (counted in seen_dropped)."),
 ]

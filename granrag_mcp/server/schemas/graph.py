@@ -14,7 +14,7 @@ class Concept(_Model):
     name: str = Field(description="The concept's name: pass it to concept_neighbourhood or concept_paths.")
     frequency: int = Field(description="Sentences that mention it.")
     degree: int = Field(description="Concepts it co-occurs with (edges kept after pruning).")
-    community: int | None = Field(description="Its finest community (see graph_search reports); null: none.")
+    community: int | None = Field(None, description="Its finest community (see graph_search reports); absent: none.")
     score: float | None = Field(None, description="How well it matches the query (1 = its exact name).")
     depth: int | None = Field(None, description="In a neighbourhood: hops from the centre concept.")
     mentions: list[str] = Field(description="A few sentence chunk ids that mention it (open with get_chunks).")

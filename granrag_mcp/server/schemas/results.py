@@ -13,15 +13,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from granrag_mcp.levels import Level
 from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.fusion import Contribution
+from granrag_mcp.server.schemas.lean import Lean
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Lean):
+    """A result model: optional fields that hold nothing are left out of its JSON (see `lean`)."""
 
 
 class Source(_Model):
@@ -53,9 +54,9 @@ class Hit(_Model):
     seq: int = Field(description="Position of the chunk among the chunks of its level in its document.")
     start: int = Field(description="Character offset of the chunk in its document.")
     end: int = Field(description="Character offset just past the chunk in its document.")
-    score: float | None = Field(None, description="Relevance score (higher is better); null where nothing was scored.")
+    score: float | None = Field(None, description="Relevance score (higher is better); absent where not scored.")
     text: str = Field(description="The chunk text (a prefix of it when truncated is true).")
-    parent_id: str | None = Field(description="Id of the enclosing chunk one level up; null for broad chunks.")
+    parent_id: str | None = Field(None, description="Id of the enclosing chunk one level up; absent for broad chunks.")
     token_count: int = Field(description="Tokens of the whole chunk (cl100k), even when its text was truncated.")
     truncated: bool = Field(False, description="True when the text was cut to fit max_tokens.")
     sources: Annotated[dict[str, Source] | None, _nullable_map_of(Source)] = Field(
@@ -67,7 +68,7 @@ class Hit(_Model):
     cluster: list[str] | None = Field(
         None,
         description="With diversify='kmeans': ids of the other hits of this hit's cluster (this hit is its "
-        "best-ranked member); open them with get_chunks. Cluster size = len(cluster) + 1.",
+        "best-ranked member; absent when it is alone); open them with get_chunks.",
     )
     folded: list[str] | None = Field(
         None,
@@ -136,10 +137,13 @@ class SessionSearchResult(SearchResult):
     seen_dropped: int = Field(
         0, description="With exclude_seen=true: hits left out because this session already received their ids."
     )
+    memory: str | None = Field(
+        None, description="Handle of this search history: pass it as memory to the next search to continue it."
+    )
     weights: dict[str, float] | None = Field(
         None,
         description="The weight of each fused ranked list (list name -> weight): what this index adapted to its "
-        "own text, overridden by the weights (or lexical) you passed; null when nothing was fused.",
+        "own text, overridden by the weights (or lexical) you passed; absent when nothing was fused.",
     )
 
 
@@ -148,7 +152,7 @@ class RankedResult(SearchResult):
     weights: dict[str, float] | None = Field(
         None,
         description="The weight of each fused ranked list (list name -> weight): what this index adapted to its "
-        "own text, overridden by the weights (or lexical) you passed; null when nothing was fused.",
+        "own text, overridden by the weights (or lexical) you passed; absent when nothing was fused.",
     )
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from granrag_mcp.server.schemas.lean import Lean
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Lean):
+    """A result model: optional fields that hold nothing are left out of its JSON (see `lean`)."""
 
 
 class FailedFile(_Model):
@@ -51,10 +53,10 @@ class IndexStatus(_Model):
     generation: int = Field(description="The generation being served; 0 while the library is empty.")
     documents: int = Field(description="Documents in the index.")
     chunks: dict[str, int] = Field(description="Chunks per level (broad, mid, narrow).")
-    running: RunningJob | None = Field(description="The run in progress in this server; null when none.")
-    last_run: RunResult | None = Field(description="The last run this server finished; null when none yet.")
+    running: RunningJob | None = Field(None, description="The run in progress in this server; absent when none.")
+    last_run: RunResult | None = Field(None, description="The last run this server finished; absent when none yet.")
     allowed_roots: list[str] = Field(description="Folders index_paths may read.")
     roots_from: str = Field(
-        description="Where allowed_roots come from: the client's MCP roots or the server's "
-        "GRANRAG_ALLOWED_ROOTS setting."
+        description="Where allowed_roots come from: the server's GRANRAG_ALLOWED_ROOTS setting, or the "
+        "client's MCP roots when it is empty."
     )

@@ -4,7 +4,10 @@ It lets a search tell the agent which earlier queries of the same session were n
 their answer instead of searching again) and drop chunk ids the session already received. Nothing is written to
 disk, each session holds at most `capacity` queries, and the memory of a session goes with its connection.
 
-What a session is depends on the transport:
+Every memory has a handle the server mints (random, so it cannot be guessed): search results return it as
+`memory`, and a search given it back as its `memory` argument uses that memory, whatever the transport. It is how
+a client keeps its search history where the protocol has no session, and it outlives nothing: handles go with
+their memory (least recently used first beyond `max_sessions`). Without a handle, the session decides:
 
 - stdio: the process serves exactly one client, so the process is the session, whatever protocol era the client
   speaks; the memory goes with the process.
@@ -13,11 +16,13 @@ What a session is depends on the transport:
   (``ctx.session.client_params``) are one object per connection that lives as long as it: that object's identity
   is the key, and a finalizer on it frees the session's memory when the connection is dropped (DELETE, idle
   timeout, crash). Two HTTP clients are two connections, so they never see each other's queries.
-- streamable HTTP, 2026 era: the protocol is stateless (no session), so such requests get no memory.
+- streamable HTTP, 2026 era: the protocol is stateless (no session), so a request without a handle starts a new
+  memory and gets its handle back.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 import weakref
 from collections import Counter, deque
@@ -57,6 +62,7 @@ class SessionMemory:
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self.capacity = capacity
+        self.handle = secrets.token_urlsafe(12)
         self._queries: deque[Remembered] = deque()
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()  # one session may run tool calls in parallel worker threads
@@ -102,7 +108,7 @@ class SessionMemory:
 
 
 class QueryMemories:
-    """The memory of every live session, keyed by its connection's identity."""
+    """The memory of every live session, by its handle and by its connection's identity."""
 
     def __init__(
         self, capacity: int = DEFAULT_CAPACITY, max_sessions: int = MAX_SESSIONS, one_client: bool = False
@@ -110,36 +116,59 @@ class QueryMemories:
         self.capacity = capacity
         self.one_client = one_client  # stdio: every request comes from the one client of this process
         self.max_sessions = max_sessions
-        self._sessions: dict[int, SessionMemory] = {}
+        self._by_handle: dict[str, SessionMemory] = {}  # the memories themselves; the dict's order is recency
+        self._by_marker: dict[int, str] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        return len(self._by_handle)
 
-    def of(self, ctx: Any) -> SessionMemory | None:
-        """The memory of the session `ctx` (a tool's Context) belongs to; None when it has no session or the
-        memory is off (capacity 0)."""
+    def of(self, ctx: Any, handle: str | None = None) -> SessionMemory | None:
+        """The memory the handle names, else that of the session `ctx` (a tool's Context) belongs to, else a new
+        one; None when the memory is off (capacity 0)."""
         if self.capacity <= 0:
             return None
+        if handle is not None:
+            with self._lock:
+                memory = self._by_handle.pop(handle, None)
+                if memory is not None:
+                    self._by_handle[handle] = memory
+                    return memory
+        marker = self.marker_of(ctx)
+        if marker is None:
+            memory = SessionMemory(self.capacity)
+            with self._lock:
+                self._keep(memory)
+            return memory
+        return self.of_marker(marker)
+
+    def marker_of(self, ctx: Any) -> object | None:
         if self.one_client:
-            return self.of_marker(self)
+            return self
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return None  # stateless by protocol: nothing ties two requests to one client
-        marker = ctx.session.client_params  # one object per connection, alive as long as the connection
-        if marker is None:
-            return None
-        return self.of_marker(marker)
+        return ctx.session.client_params  # one object per connection, alive as long as the connection
 
     def of_marker(self, marker: object) -> SessionMemory:
         key = id(marker)
         with self._lock:
-            memory = self._sessions.pop(key, None)  # re-inserted below: the dict's order is recency
+            handle = self._by_marker.get(key)
+            memory = self._by_handle.pop(handle, None) if handle is not None else None
             if memory is None:
                 memory = SessionMemory(self.capacity)
+                self._by_marker[key] = memory.handle
                 # Runs when the connection's objects are freed; dict.pop is atomic, so it needs no lock (it may
                 # run in any thread, even one holding this lock). The id cannot be reused before it runs.
-                weakref.finalize(marker, self._sessions.pop, key, None)
-            self._sessions[key] = memory
-            while len(self._sessions) > self.max_sessions:
-                self._sessions.pop(next(iter(self._sessions)), None)
+                weakref.finalize(marker, self._forget, key, memory.handle)
+            self._keep(memory)
         return memory
+
+    def _keep(self, memory: SessionMemory) -> None:
+        """Store `memory` as the most recently used (the caller holds the lock)."""
+        self._by_handle[memory.handle] = memory
+        while len(self._by_handle) > self.max_sessions:
+            self._by_handle.pop(next(iter(self._by_handle)), None)
+
+    def _forget(self, key: int, handle: str) -> None:
+        self._by_marker.pop(key, None)
+        self._by_handle.pop(handle, None)

@@ -11,6 +11,7 @@ from granrag_mcp.retrieval.diversify import candidate_depth, diversify
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.view import ScoredChunk, View
 from granrag_mcp.server.schemas.results import PreviousQuery, SessionSearchResult
+from granrag_mcp.server.session.handle import MEMORY_HANDLE
 from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools.presenting import hits_result
 
@@ -41,7 +42,7 @@ def session_search(
     holder = holder_of(ctx)
     view, tokens = holder.view()
     view = view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix))
-    memory = holder.queries.of(ctx)
+    memory = holder.queries.of(ctx, MEMORY_HANDLE.get())
     exclude_seen = options.exclude_seen and memory is not None
     candidates = search(view, candidate_depth(k, options.diversify, exclude_seen))
     dropped = 0
@@ -70,4 +71,5 @@ def session_search(
         similar_previous=similar,
         seen_dropped=dropped,
         weights=weights(view) if weights is not None else None,
+        memory=memory.handle if memory is not None else None,
     )

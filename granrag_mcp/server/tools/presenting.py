@@ -9,15 +9,19 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, ContentBlock, ResourceLink, TextContent
+from mcp_types.version import is_version_at_least
 from pydantic import BaseModel
 
 from granrag_mcp.errors import GranragError
 from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.retrieval.view import ScoredChunk, View
+from granrag_mcp.server.library.watch import chunk_uri
 from granrag_mcp.server.schemas.results import Hit, RankedResult, SearchResult, render
 
 F = TypeVar("F", bound=Callable[..., Any])
+RESOURCE_LINKS_SINCE = "2025-06-18"
+"""The first protocol revision with `resource_link` content."""
 
 
 def tool_errors(fn: F) -> F:
@@ -37,7 +41,8 @@ def tool_errors(fn: F) -> F:
 
 
 def presented(fn: F) -> F:
-    """Return the tool's result with readable text that quotes document text as data (see `schemas.results.render`).
+    """Return the tool's result with readable text that quotes document text as data (see `schemas.results.render`),
+    followed by a resource link to each hit's chunk where the client's protocol has them.
 
     The structured content is the result model as it is; only the text content differs from the SDK's JSON dump,
     and only for results that carry document text.
@@ -49,11 +54,27 @@ def presented(fn: F) -> F:
         text = render(result) if isinstance(result, BaseModel) else None
         if text is None:
             return result
-        return CallToolResult(
-            content=[TextContent(type="text", text=text)], structured_content=result.model_dump(mode="json")
-        )
+        content: list[ContentBlock] = [TextContent(type="text", text=text)]
+        if links_allowed(kwargs.get("ctx")):
+            content += chunk_links(result)
+        return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
 
     return wrapper  # type: ignore[return-value]
+
+
+def links_allowed(ctx: Any) -> bool:
+    version = getattr(getattr(ctx, "request_context", None), "protocol_version", None)
+    return isinstance(version, str) and is_version_at_least(version, RESOURCE_LINKS_SINCE)
+
+
+def chunk_links(result: BaseModel) -> list[ContentBlock]:
+    """A resource link to the chunk of each hit of `result` (none for results without hits), best first."""
+    hits = getattr(result, "hits", None) or []
+    return [
+        ResourceLink(type="resource_link", uri=chunk_uri(h.chunk_id), name=h.chunk_id, mime_type="text/plain")
+        for h in hits
+        if isinstance(h, Hit)
+    ]
 
 
 def description(fn: Callable[..., Any]) -> str:

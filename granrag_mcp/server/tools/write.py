@@ -77,7 +77,7 @@ def register(server: MCPServer, budget: int) -> None:
         ] = False,
     ) -> RunResult:
         """Index .txt, .md, .pdf, .html and .htm files into the library, incrementally: unchanged files are skipped,
-        changed ones re-indexed. Only paths inside the allowed roots (the client's roots, else the server's) are
+        changed ones re-indexed. Only paths inside the allowed roots (the server's folders, else the client's roots) are
         accepted. Reports progress while it runs; searches keep answering from the current index and switch when
         the new one is committed. Returns the counts and the doc_ids covered, usable as doc_ids filters of the
         search tools. Cancel the call to stop it: the previous index stays.

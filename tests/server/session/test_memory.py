@@ -75,11 +75,30 @@ def test_the_least_recently_used_session_goes_beyond_the_session_limit() -> None
     assert memories.of_marker(markers[0]).seen("mid:1")
 
 
-def test_no_session_no_memory() -> None:
+def test_without_a_session_each_request_gets_a_new_memory_and_its_handle_brings_it_back() -> None:
     memories = QueryMemories()
     modern = SimpleNamespace(protocol_version="2026-07-28", session=SimpleNamespace(client_params=object()))
-    anonymous = SimpleNamespace(protocol_version="2025-06-18", session=SimpleNamespace(client_params=None))
-    assert memories.of(modern) is None and memories.of(anonymous) is None
+    first, second = memories.of(modern), memories.of(modern)
+    assert first is not None and second is not None and first is not second
+    assert first.handle != second.handle and len(first.handle) >= 16
+    assert memories.of(modern, first.handle) is first
+    fresh = memories.of(modern, "not-a-handle-this-server-minted")
+    assert fresh is not None and fresh not in (first, second)  # an unknown handle is never adopted as given
     assert QueryMemories(capacity=0, one_client=True).of(modern) is None
     stdio = QueryMemories(one_client=True)
+    anonymous = SimpleNamespace(protocol_version="2025-06-18", session=SimpleNamespace(client_params=None))
     assert stdio.of(modern) is stdio.of(anonymous)
+
+
+def test_a_sessions_handle_names_the_sessions_memory_and_goes_with_it() -> None:
+    memories = QueryMemories()
+    marker = Marker()
+    legacy = SimpleNamespace(protocol_version="2025-11-25", session=SimpleNamespace(client_params=marker))
+    memory = memories.of(legacy)
+    assert memory is not None and memories.of(legacy) is memory
+    stateless = SimpleNamespace(protocol_version="2026-07-28", session=SimpleNamespace(client_params=None))
+    assert memories.of(stateless, memory.handle) is memory
+    handle = memory.handle
+    del marker, legacy, memory
+    gc.collect()
+    assert len(memories) == 0 and memories.of(stateless, handle).handle != handle

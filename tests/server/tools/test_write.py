@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client import Client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import ListRootsResult, Root
 
 from granrag_mcp.server.app import build_server
@@ -88,7 +88,7 @@ def test_index_a_folder_with_progress_search_it_filtered_read_it_and_remove_it(l
         return locals()
 
     out = run(server_for(library), scenario)
-    assert out["before"]["documents"] == 3 and out["before"]["running"] is None
+    assert out["before"]["documents"] == 3 and "running" not in out["before"]
     assert out["before"]["allowed_roots"] == [str(library["root"].resolve())]
     indexed = out["indexed"]
     assert indexed["outcome"] == "committed" and indexed["added"] == 2
@@ -147,7 +147,9 @@ def test_no_roots_at_all_is_a_clear_error(library) -> None:
     assert "GRANRAG_ALLOWED_ROOTS" in run(server_for(library, allowed_roots=""), scenario)
 
 
-def test_the_clients_roots_replace_the_configured_ones(library) -> None:
+def client_roots_scenario(library: dict[str, Any]) -> tuple[Any, Any]:
+    """A client that offers one root of its own, and a scenario that reads the status, indexes under the configured
+    folder and under the client's root."""
     tmp = library["tmp"]
     write_notes(tmp / "client-root")
 
@@ -155,32 +157,45 @@ def test_the_clients_roots_replace_the_configured_ones(library) -> None:
         return ListRootsResult(roots=[Root(uri=(tmp / "client-root").resolve().as_uri(), name="client")])
 
     async def scenario(client: Client) -> dict[str, Any]:
+        async def attempt(path: Path) -> dict[str, Any] | str:
+            try:
+                return await call(client, "index_paths", {"paths": [str(path)]})
+            except AssertionError as exc:
+                return str(exc)
+
         return {
             "status": await call(client, "index_status", {}),
-            "refused": await fail(client, "index_paths", {"paths": [str(library["root"] / "notes")]}),
-            "indexed": await call(client, "index_paths", {"paths": [str(tmp / "client-root")]}),
+            "configured": await attempt(library["root"] / "notes"),
+            "client": await attempt(tmp / "client-root"),
         }
 
-    out = run(server_for(library), scenario, list_roots_callback=roots, mode="legacy")
-    assert out["status"]["roots_from"] == "the client's MCP roots"
-    assert out["status"]["allowed_roots"] == [str((tmp / "client-root").resolve())]
-    assert "client-root" in out["refused"] and out["indexed"]["added"] == 2
+    return roots, scenario
 
 
-def test_a_client_that_declares_roots_and_lists_none_falls_back_to_the_configured_roots(library) -> None:
-    async def no_roots(_context: Any) -> ListRootsResult:
-        return ListRootsResult(roots=[])
+def test_configured_folders_win_over_the_clients_roots_and_roots_are_never_asked(library) -> None:
+    roots, scenario = client_roots_scenario(library)
+    asked: list[Any] = []
 
-    async def scenario(client: Client) -> dict[str, Any]:
-        return {
-            "status": await call(client, "index_status", {}),
-            "indexed": await call(client, "index_paths", {"paths": [str(library["root"] / "notes")]}),
-        }
+    async def counting(context: Any) -> ListRootsResult:
+        asked.append(context)
+        return await roots(context)
 
-    out = run(server_for(library), scenario, list_roots_callback=no_roots, mode="legacy")
+    out = run(server_for(library), scenario, list_roots_callback=counting, mode="legacy")
+    assert out["status"]["roots_from"] == "GRANRAG_ALLOWED_ROOTS"
     assert out["status"]["allowed_roots"] == [str(library["root"].resolve())]
-    assert "the client's MCP roots list is empty" in out["status"]["roots_from"]
-    assert out["indexed"]["added"] == 2
+    assert isinstance(out["configured"], dict) and out["configured"]["added"] == 2
+    assert "outside the allowed roots" in str(out["client"])
+    assert asked == []  # roots are deprecated from 2026-07-28: a configured server never sends roots/list
+
+
+def test_without_configured_folders_the_clients_roots_are_the_fallback(library) -> None:
+    roots, scenario = client_roots_scenario(library)
+    with pytest.warns(MCPDeprecationWarning, match="roots capability is deprecated"):
+        out = run(server_for(library, allowed_roots=""), scenario, list_roots_callback=roots, mode="legacy")
+    assert out["status"]["roots_from"].startswith("the client's MCP roots")
+    assert out["status"]["allowed_roots"] == [str((library["tmp"] / "client-root").resolve())]
+    assert "outside the allowed roots" in str(out["configured"])
+    assert isinstance(out["client"], dict) and out["client"]["added"] == 2
 
 
 def test_long_documents_are_read_in_pages_and_listing_pages_through_documents(library, monkeypatch) -> None:
@@ -261,14 +276,14 @@ def test_a_cancelled_run_leaves_the_previous_generation_and_the_lock_free(librar
             group.cancel_scope.cancel()
         for _ in range(200):  # the server stops the run at its next step and releases the writer lock
             status = await call(client, "index_status", {})
-            if status["running"] is None:
+            if "running" not in status:
                 break
             await anyio.sleep(0.05)
         after = await call(client, "index_paths", {"paths": [str(notes)]})
         return {"before": before, "status": status, "after": after}
 
     out = run(server, scenario)
-    assert out["status"]["running"] is None and out["status"]["last_run"]["outcome"] == "cancelled"
+    assert "running" not in out["status"] and out["status"]["last_run"]["outcome"] == "cancelled"
     assert out["status"]["generation"] == out["before"]["generation"] and out["status"]["documents"] == 3
     assert out["after"]["outcome"] == "committed" and out["after"]["generation"] == out["before"]["generation"] + 1
     leftovers = [p.name for p in library["settings"].store.iterdir() if p.name.startswith(".tmp-gen-")]
