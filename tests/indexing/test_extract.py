@@ -23,6 +23,7 @@ from granrag_mcp.indexing.discovery import (
     read_file,
 )
 from granrag_mcp.indexing.extract import ExtractedText, extract_text
+from granrag_mcp.indexing.formats.base import Section
 from granrag_mcp.indexing.formats import EXTRACTORS
 
 
@@ -104,7 +105,7 @@ def test_hidden_files_and_folders_are_skipped_silently(tmp_path: Path) -> None:
 def test_unsupported_suffixes_are_counted(tmp_path: Path) -> None:
     write(tmp_path / "keep.md", "k")
     image = write(tmp_path / "image.png", b"\x89PNG")
-    data = write(tmp_path / "sub" / "data.csv", "a,b")
+    data = write(tmp_path / "sub" / "data.parquet", "PAR1")
     no_suffix = write(tmp_path / "README", "r")
     found = discover([tmp_path])
     assert doc_ids(found) == ["keep.md"]
@@ -112,7 +113,7 @@ def test_unsupported_suffixes_are_counted(tmp_path: Path) -> None:
 
 
 def test_a_lone_file_with_an_unsupported_suffix_is_counted(tmp_path: Path) -> None:
-    path = write(tmp_path / "report.docx", b"PK")
+    path = write(tmp_path / "report.pages", b"PK")
     found = discover([path])
     assert found.files == []
     assert found.unsupported == [path]
@@ -403,7 +404,8 @@ The end."""
 
 def test_html_visible_text_with_block_structure(tmp_path: Path) -> None:
     extracted = extract(write(tmp_path / "page.html", PAGE))
-    assert extracted == ExtractedText(EXPECTED_PAGE, replaced_bytes=False)
+    heading = Section(EXPECTED_PAGE.index("Main heading"), 1, "Main heading")
+    assert extracted == ExtractedText(EXPECTED_PAGE, replaced_bytes=False, sections=(heading,))
 
 
 @pytest.mark.parametrize(
@@ -621,7 +623,7 @@ def test_truncated_pdf_raises_naming_the_file(tmp_path: Path) -> None:
 
 def test_scanned_pdf_without_text_is_skipped(tmp_path: Path) -> None:
     path = write(tmp_path / "scan.pdf", blank_pdf())
-    with pytest.raises(ExtractionError, match=r"no extractable text \(scanned PDF\?\)") as caught:
+    with pytest.raises(ExtractionError, match=r"no text layer \(a scanned PDF: run OCR") as caught:
         extract(path)
     assert str(path) in str(caught.value)
 
@@ -778,7 +780,8 @@ def test_a_file_that_disappeared_says_so(tmp_path: Path) -> None:
         ('<div aria-hidden="true">shown</div>', "shown"),
         ('<div hidden="until-found">shown</div>', "shown"),
         ('<p>a<br hidden>b<img hidden alt="x"></p>', "ab"),  # a hidden <br> breaks nothing
-        ("<div hidden/><p>after a self-closed hidden div</p>", "after a self-closed hidden div"),
+        # "/>" closes no div in HTML: the paragraph is inside the hidden div, as a browser reads it
+        ("<div hidden/><p>inside</p></div><p>after the hidden div</p>", "after the hidden div"),
     ],
 )
 def test_html_hidden_by_attributes_is_dropped(tmp_path: Path, markup: str, expected: str) -> None:
