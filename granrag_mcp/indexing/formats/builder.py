@@ -60,7 +60,8 @@ class TextBuilder:
             return
         shift = start - (len(extracted.text) - len(extracted.text.lstrip("\n")))
         self._sections.extend(
-            Section(shift + section.start, section.level + level_offset, section.title) for section in extracted.sections
+            Section(shift + section.start, section.level + level_offset, section.title)
+            for section in extracted.sections
         )
 
     def build(self, replaced_bytes: bool = False) -> ExtractedText:

@@ -25,9 +25,10 @@ def extract(path: Path, data: bytes) -> ExtractedText:
         for slide in presentation.slides:
             builder.start_page()
             title = slide.shapes.title
+            title_id = title.shape_id if title is not None else None
             if title is not None and title.has_text_frame:
                 builder.heading(title.text_frame.text, 1)
-            for text in _shape_texts(shape for shape in slide.shapes if shape is not title):
+            for text in _shape_texts(shape for shape in slide.shapes if shape.shape_id != title_id):
                 builder.block(text)
             if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
                 notes = slide.notes_slide.notes_text_frame.text.strip()
