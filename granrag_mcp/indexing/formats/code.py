@@ -7,7 +7,7 @@ import ast
 import dataclasses
 from pathlib import Path
 
-from granrag_mcp.indexing.formats import plain
+from granrag_mcp.indexing.formats.plain import extract as extract_plain
 from granrag_mcp.indexing.formats.base import ExtractedText, Section
 
 SUFFIXES = (
@@ -51,7 +51,7 @@ def python_definitions(text: str) -> tuple[Section, ...]:
 
 
 def extract(path: Path, data: bytes) -> ExtractedText:
-    extracted = plain.extract(path, data)
+    extracted = extract_plain(path, data)
     if path.suffix.lower() not in _PYTHON:
         return extracted
     return dataclasses.replace(extracted, sections=python_definitions(extracted.text))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from granrag_mcp.indexing.formats import plain
+from granrag_mcp.indexing.formats.plain import extract as extract_plain
 from granrag_mcp.indexing.formats.base import ExtractedText, Section
 
 
@@ -33,5 +33,5 @@ def headings(text: str) -> tuple[Section, ...]:
 
 
 def extract(path: Path, data: bytes) -> ExtractedText:
-    extracted = plain.extract(path, data)
+    extracted = extract_plain(path, data)
     return dataclasses.replace(extracted, sections=headings(extracted.text))
