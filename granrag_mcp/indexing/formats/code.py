@@ -7,8 +7,8 @@ import ast
 import dataclasses
 from pathlib import Path
 
-from granrag_mcp.indexing.formats.plain import extract as extract_plain
 from granrag_mcp.indexing.formats.base import ExtractedText, Section
+from granrag_mcp.indexing.formats.plain import extract as extract_plain
 
 SUFFIXES = (
     ".py", ".pyi", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".scala", ".go", ".rs", ".c", ".h",

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from granrag_mcp.indexing.formats.plain import extract as extract_plain
 from granrag_mcp.indexing.formats.base import ExtractedText, Section
+from granrag_mcp.indexing.formats.plain import extract as extract_plain
 
 
 def headings(text: str) -> tuple[Section, ...]:
