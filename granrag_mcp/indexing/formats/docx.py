@@ -24,19 +24,45 @@ def heading_level(style_name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+_WORD_NAMESPACE = {"w": "http://schemas.openxmlformats.org/wordprocessingml/2006/main"}
+
+
+def _levels(document: object) -> list[int | None]:
+    """The heading level of each body paragraph and table (None), in order: read from the style ids in the XML,
+    since python-docx's `Paragraph.style` scans every style for each unstyled paragraph."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from lxml import etree
+
+    styles = document.styles  # type: ignore[attr-defined]
+    by_id = {s.style_id: heading_level(s.name or "") for s in styles if s.type == WD_STYLE_TYPE.PARAGRAPH}
+    default = styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    default_level = heading_level(default.name or "") if default is not None else None
+    blocks = etree.XPath("./w:body/*[self::w:p or self::w:tbl]", namespaces=_WORD_NAMESPACE)
+    style_id = etree.XPath("string(w:pPr/w:pStyle/@w:val)", namespaces=_WORD_NAMESPACE)
+    levels: list[int | None] = []
+    for block in blocks(document.element):  # type: ignore[attr-defined]
+        found = style_id(block) if etree.QName(block).localname == "p" else None
+        levels.append(None if found is None else by_id.get(found, default_level) if found else default_level)
+    return levels
+
+
 def extract(path: Path, data: bytes) -> ExtractedText:
     import docx  # only a run that reads a Word file pays for importing it
     from docx.table import Table
 
     try:
         document = docx.Document(io.BytesIO(data))
+        items = list(document.iter_inner_content())
+        levels = _levels(document)
+        if len(levels) != len(items):  # a layout the XPath does not see as python-docx does: ask each paragraph
+            levels = [
+                None if isinstance(i, Table) or i.style is None else heading_level(i.style.name or "") for i in items
+            ]
         builder = TextBuilder()
-        for item in document.iter_inner_content():
+        for item, level in zip(items, levels):
             if isinstance(item, Table):
                 builder.block(table_text(item))
                 continue
-            style = item.style.name if item.style is not None else ""
-            level = heading_level(style or "")
             if level is not None:
                 builder.heading(item.text, level)
             else:
