@@ -156,25 +156,31 @@ def make(out: Path, squad: Path) -> dict[str, object]:
 
 
 def report(out: Path, k: int = 5) -> dict[str, object]:
-    """HR@k per format, for the mixed store and for the same questions on the .txt store, from eval's
-    per_query.jsonl (the best strategy row of each is not guessed: every strategy and level is listed)."""
+    """HR@k per format and strategy/level, on the mixed store and on the .txt store for the same questions, from
+    eval's per_query.jsonl; `gap` is mixed minus .txt."""
     formats = json.loads((out / "formats.json").read_text(encoding="utf-8"))
-    result: dict[str, object] = {}
+    tables: dict[str, dict[str, dict[str, float]]] = {}
     for corpus in ("mixed", "txt"):
-        rows = [json.loads(line) for line in (out / f"eval-{corpus}" / "per_query.jsonl").open(encoding="utf-8")]
-        table: dict[str, dict[str, list[int]]] = {}
-        for row in rows:
-            kind = formats[row["doc_id"]]
-            for key, rank in row.items():
-                if key.endswith("_rank") or key.endswith(" rank"):
-                    counts = table.setdefault(f"{key}", {}).setdefault(kind, [0, 0])
-                    counts[0] += int(rank is not None and rank <= k)
-                    counts[1] += 1
-        result[corpus] = {
+        counts: dict[str, dict[str, list[int]]] = {}
+        with (out / f"eval-{corpus}" / "per_query.jsonl").open(encoding="utf-8") as rows:
+            for line in rows:
+                row = json.loads(line)
+                for strategy, levels in row["strategies"].items():
+                    for level, entry in levels.items():
+                        for kind in (formats[row["doc_id"]], "all"):
+                            tally = counts.setdefault(f"{strategy} {level}", {}).setdefault(kind, [0, 0])
+                            tally[0] += int(entry["rank"] is not None and entry["rank"] <= k)
+                            tally[1] += 1
+        tables[corpus] = {
             key: {kind: round(hits / total, 4) for kind, (hits, total) in sorted(kinds.items())}
-            for key, kinds in sorted(table.items())
+            for key, kinds in sorted(counts.items())
         }
-    return result
+    questions = {kind: n for kind, (_, n) in next(iter(counts.values())).items()}
+    gap = {
+        key: {kind: round(value - tables["txt"][key][kind], 4) for kind, value in kinds.items()}
+        for key, kinds in tables["mixed"].items()
+    }
+    return {f"HR@{k} mixed": tables["mixed"], f"HR@{k} txt": tables["txt"], "gap": gap, "questions": questions}
 
 
 def main() -> None:
