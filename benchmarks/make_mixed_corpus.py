@@ -8,9 +8,10 @@ a question whose answer cannot be found in its file (a glyph the PDF font lacks)
 counted. Usage (the output folder must be outside the project):
 
     .venv/bin/python benchmarks/make_mixed_corpus.py OUT [--squad FILE]
-    granrag-mcp index OUT/mixed --store OUT/store-mixed && granrag-mcp index OUT/txt --store OUT/store-txt
-    granrag-mcp eval --qa OUT/qa-mixed.jsonl --store OUT/store-mixed --out OUT/eval-mixed --skip-graph
-    granrag-mcp eval --qa OUT/qa-txt.jsonl --store OUT/store-txt --out OUT/eval-txt --skip-graph
+    granrag-mcp index OUT/mixed --store OUT/store-mixed --no-graph
+    granrag-mcp index OUT/txt --store OUT/store-txt --no-graph
+    granrag-mcp eval --qa OUT/qa-mixed.jsonl --store OUT/store-mixed --out OUT/eval-mixed --skip-graph --sample 1200
+    granrag-mcp eval --qa OUT/qa-txt.jsonl --store OUT/store-txt --out OUT/eval-txt --skip-graph --sample 1200
     .venv/bin/python benchmarks/make_mixed_corpus.py OUT --report   # HR@5 per format, from per_query.jsonl
 
 Writes OUT/mixed/, OUT/txt/, OUT/qa-mixed.jsonl, OUT/qa-txt.jsonl and OUT/formats.json (doc id -> format).
