@@ -24,7 +24,7 @@ def python_definitions(text: str) -> tuple[Section, ...]:
     not parse."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deep or too odd: a file without sections
         return ()
     line_starts = [0]
     for line in text.split("\n")[:-1]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from granrag_mcp.cli import build_parser
-from granrag_mcp.errors import NoDocumentsError
+from granrag_mcp.errors import ExtractionError, NoDocumentsError
 from granrag_mcp.indexing.discovery import SourceFile, discover
 from granrag_mcp.indexing.extract import extract_text
 from granrag_mcp.indexing.formats import EXTRACTORS, FORMATS, format_list, formats_table, plain
@@ -42,6 +42,23 @@ def test_the_readme_holds_the_generated_formats_table_with_every_suffix() -> Non
     assert formats_table() in readme, "regenerate it: from granrag_mcp.indexing.formats import formats_table"
     for suffix in EXTRACTORS:
         assert f"`{suffix}`" in readme
+
+
+def choking(path: Path, data: bytes) -> ExtractedText:
+    raise RecursionError("maximum recursion depth exceeded")
+
+
+def test_an_extractor_that_raises_anything_makes_the_file_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "deep.choke").write_text("x", encoding="utf-8")
+    (tmp_path / "fine.txt").write_text("fine words", encoding="utf-8")
+    monkeypatch.setitem(EXTRACTORS, ".choke", choking)
+    with pytest.raises(ExtractionError, match=r"deep\.choke: unreadable \(RecursionError: maximum recursion"):
+        extract_text(SourceFile(tmp_path / "deep.choke", "deep.choke", ".choke"))
+    summary = index(tmp_path, tmp_path / "store")
+    assert summary.committed and summary.added == 1
+    assert [Path(path).name for path, _ in summary.failed] == ["deep.choke"]
 
 
 def test_a_registered_format_is_discovered_and_extracted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
