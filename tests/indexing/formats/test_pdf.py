@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,10 @@ def test_a_ruled_table_follows_its_page_as_markdown_when_pdfplumber_is_installed
 def test_markdown_table_escapes_pipes_and_pads_short_rows() -> None:
     assert pdf.markdown_table([["a|b", None], ["c"], [None, None]]) == "| a\\|b |  |\n| --- | --- |\n| c |  |"
     assert pdf.markdown_table([[None]]) == ""
+
+
+def test_without_pdfplumber_a_table_is_only_its_cells_in_the_page_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pdfplumber", None)  # what an install without the pdf-tables extra sees
+    extracted = pdf.extract(Path("t.pdf"), build_pdf([["Staff list"]], table_on=0))
+    assert "|" not in extracted.text
+    assert extracted.text.split() == ["Staff", "list", "Name", "Age", "Bob", "32"]
