@@ -1,16 +1,19 @@
-"""PDF: the text of each page (pypdfium2), pages separated by a blank line and their starts kept; with the
-`pdf-tables` extra, the tables pdfplumber finds on a page follow its text as Markdown tables."""
+"""PDF: the text of each page (pypdfium2), pages separated by a blank line and their starts kept; the bookmarks
+(the outline a PDF viewer shows) as sections where their title is found on their page; with the `pdf-tables`
+extra, the tables pdfplumber finds on a page follow its text as Markdown tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from granrag_mcp.errors import ExtractionError
-from granrag_mcp.indexing.formats.base import ExtractedText, normalise_newlines
-from granrag_mcp.indexing.formats.builder import TextBuilder
+from granrag_mcp.indexing.formats.base import ExtractedText, Section, normalise_newlines
+from granrag_mcp.indexing.formats.builder import TextBuilder, one_line
 
 TABLES_EXTRA = "pip install 'granrag-mcp[pdf-tables]'"
 _MIN_RULES_FOR_A_TABLE = 4
@@ -29,6 +32,7 @@ def extract(path: Path, data: bytes) -> ExtractedText:
         raise ExtractionError(path, f"unreadable PDF ({error})") from error
     try:
         pages = list(_page_texts(path, document))
+        bookmarks = _bookmarks(document)
     finally:
         document.close()
     tables = _tables(data, [number for number, (_, may_hold_table) in enumerate(pages) if may_hold_table])
@@ -40,7 +44,43 @@ def extract(path: Path, data: bytes) -> ExtractedText:
             builder.block(table)
     if not builder.length:
         raise ExtractionError(path, "no text layer (a scanned PDF: run OCR on it first to index it)")
-    return builder.build()
+    built = builder.build()
+    return dataclasses.replace(built, sections=_sections(built.text, built.page_starts, bookmarks))
+
+
+def _bookmarks(document: Any) -> list[tuple[int, int, str]]:
+    """(page index, level from 1, title) of each bookmark that points at a page, in outline order."""
+    import pypdfium2
+
+    found = []
+    try:
+        for bookmark in document.get_toc():
+            destination = bookmark.get_dest()
+            page = destination.get_index() if destination is not None else None
+            title = one_line(bookmark.get_title())
+            if page is not None and title:
+                found.append((page, bookmark.level + 1, title))
+    except pypdfium2.PdfiumError:  # a damaged outline: the text is still worth indexing
+        return []
+    return found
+
+
+def _sections(text: str, page_starts: tuple[int, ...], bookmarks: list[tuple[int, int, str]]) -> tuple[Section, ...]:
+    """Each bookmark where its title first stands on its page (after the previous one found there), as the line it
+    is in the text; a bookmark whose title is not on its page is left out."""
+    found: list[Section] = []
+    searched_from: dict[int, int] = {}
+    for page, level, title in bookmarks:
+        if page >= len(page_starts):
+            continue
+        start = searched_from.get(page, page_starts[page])
+        end = page_starts[page + 1] if page + 1 < len(page_starts) else len(text)
+        match = re.compile(r"\s+".join(map(re.escape, title.split()))).search(text, start, end)
+        if match is None:
+            continue
+        searched_from[page] = match.end()
+        found.append(Section(match.start(), level, match.group().split("\n", 1)[0].rstrip()))
+    return tuple(sorted(found, key=lambda section: section.start))
 
 
 def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:

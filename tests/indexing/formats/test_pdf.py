@@ -10,6 +10,7 @@ from reportlab.pdfgen import canvas
 
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.formats import pdf
+from tests.indexing.formats.sections import outline as outline_of
 from tests.indexing.formats.sections import pages
 
 
@@ -77,3 +78,27 @@ def test_without_pdfplumber_a_table_is_only_its_cells_in_the_page_text(monkeypat
     extracted = pdf.extract(Path("t.pdf"), build_pdf([["Staff list"]], table_on=0))
     assert "|" not in extracted.text
     assert extracted.text.split() == ["Staff", "list", "Name", "Age", "Bob", "32"]
+
+
+def test_bookmarks_are_sections_where_their_titles_stand_on_their_pages() -> None:
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=A4)
+    outline = [
+        [("Introduction", 0), ("Opening words.", None)],
+        [("Some text first.", None), ("Methods", 1), ("We measured.", None), ("Missing title", None)],
+        [("Results", 0), ("It worked.", None)],
+    ]
+    for number, lines in enumerate(outline):
+        for row, (line, level) in enumerate(lines):
+            sheet.drawString(72, 780 - 20 * row, line)
+            if level is not None:
+                sheet.bookmarkPage(f"m{number}{row}")
+                sheet.addOutlineEntry(line, f"m{number}{row}", level=level)
+        if number == 1:
+            sheet.bookmarkPage("nowhere")
+            sheet.addOutlineEntry("Not on its page", "nowhere", level=1)
+        sheet.showPage()
+    sheet.save()
+    extracted = pdf.extract(Path("b.pdf"), buffer.getvalue())
+    assert outline_of(extracted) == [(1, "Introduction"), (2, "Methods"), (1, "Results")]
+    assert [s.start for s in extracted.sections] == [0, extracted.text.index("Methods"), extracted.page_starts[2]]
