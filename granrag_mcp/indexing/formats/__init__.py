@@ -36,7 +36,13 @@ class Format:
 FORMATS: tuple[Format, ...] = (
     Format("Plain text", (".txt",), plain.extract, "stdlib", "-"),
     Format("Markdown", (".md", ".markdown"), markdown.extract, "markdown-it-py", "headings as sections"),
-    Format("PDF", (".pdf",), pdf.extract, "pypdfium2 (tables: pdfplumber, extra `pdf-tables`)", "pages; bookmarks as sections"),
+    Format(
+        "PDF",
+        (".pdf",),
+        pdf.extract,
+        "pypdfium2 (tables: pdfplumber, extra `pdf-tables`)",
+        "pages; bookmarks as sections",
+    ),
     Format("HTML", (".html", ".htm"), html.extract, "stdlib html.parser", "h1-h6 as sections"),
     Format("Word", (".docx",), docx.extract, "python-docx", "Title and Heading styles as sections"),
     Format("PowerPoint", (".pptx",), pptx.extract, "python-pptx", "a slide a page, its title a section"),
