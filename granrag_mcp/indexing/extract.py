@@ -24,7 +24,12 @@ def extract_text(source: SourceFile) -> ExtractedText:
     extractor = EXTRACTORS.get(source.suffix)
     if extractor is None:
         raise ExtractionError(source.path, f"unsupported file type {source.suffix!r}")
-    extracted = extractor(source.path, data)
+    try:
+        extracted = extractor(source.path, data)
+    except ExtractionError:
+        raise
+    except Exception as error:  # a library choking on one file is a warning about it, never an aborted run
+        raise ExtractionError(source.path, f"unreadable ({type(error).__name__}: {error})") from error
     if not extracted.text.strip():
         raise ExtractionError(source.path, "no text")
     return dataclasses.replace(extracted, content_hash=hashlib.sha256(data).hexdigest())

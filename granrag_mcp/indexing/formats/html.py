@@ -1,5 +1,8 @@
 """HTML (.html, .htm): the visible text, markup, scripts, styles and hidden elements dropped, blocks on lines of
-their own, table cells separated; decoded by the charset the document declares.
+their own, table cells separated, h1-h6 kept as sections; decoded by the charset the document declares.
+
+Hand-written over the stdlib's streaming parser rather than a tree builder: a page of 300,000 unclosed tags is
+read in linear time and flat memory, where lexbor (selectolax) takes quadratic time (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
-from granrag_mcp.indexing.formats.base import ExtractedText, decode_text, normalise_newlines
+from granrag_mcp.indexing.formats.base import ExtractedText, Section, decode_text, normalise_newlines
 
 _META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _CHARSET_SNIFF_BYTES = 4096
@@ -38,53 +41,16 @@ def html_encoding(data: bytes) -> str | None:
 _HIDDEN_ELEMENTS = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object"}
 _HEAD_ELEMENTS = {"head", "title", "meta", "link", "base", "style", "script", "noscript", "template"}
 _PARAGRAPH_ELEMENTS = {
-    "p",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "pre",
-    "blockquote",
-    "table",
-    "dl",
-    "section",
-    "article",
-    "header",
-    "footer",
-    "nav",
-    "aside",
-    "main",
-    "figure",
-    "form",
-    "fieldset",
-    "hr",
-    "address",
-    "details",
-    "hgroup",
-    "menu",
-}
+    "p", "h1", "h2", "h3", "h4", "h5", "h6",
+    "pre", "blockquote", "table", "dl", "section", "article", "header", "footer", "nav", "aside", "main", "figure",
+    "form", "fieldset", "hr", "address", "details", "hgroup", "menu",
+}  # fmt: skip
 _LINE_ELEMENTS = {
-    "div",
-    "li",
-    "tr",
-    "dt",
-    "dd",
-    "figcaption",
-    "caption",
-    "summary",
-    "legend",
-    "option",
-    "thead",
-    "tbody",
-    "tfoot",
-    "body",
-    "html",
-    "center",
-    "textarea",
-}
+    "div", "li", "tr", "dt", "dd", "figcaption", "caption", "summary", "legend", "option", "thead", "tbody",
+    "tfoot", "body", "html", "center", "textarea",
+}  # fmt: skip
 _CELL_ELEMENTS = {"td", "th"}
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _VOID_ELEMENTS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 _BLOCK_CONTAINERS = _PARAGRAPH_ELEMENTS | _LINE_ELEMENTS | {"ul", "ol", "dl", "li", "dd", "dt", "select"}
 # Start tags that end an open element whose end tag may be left out, and what stops them from reaching it.
@@ -193,11 +159,17 @@ class _VisibleTextExtractor(HTMLParser):
         self._list_counters: list[int | None] = []  # None for <ul>, next number for <ol>
         self._row_has_cell = False
         self._hidden_element: _HiddenElement | None = None
+        self._length = 0
+        self._sections: list[Section] = []
+        self._heading: tuple[int, int, int] | None = None  # level, offset of its first character (-1 before), part
 
-    def text(self) -> str:
-        body = "".join(self._parts).strip("\n")
-        title = " ".join("".join(self._title).split())
-        return f"{title}\n\n{body}" if title and body else title or body
+    def result(self, with_title: bool = True) -> ExtractedText:
+        raw = "".join(self._parts)
+        body = raw.strip("\n")
+        title = " ".join("".join(self._title).split()) if with_title else ""
+        shift = (len(title) + 2 if title and body else 0) - (len(raw) - len(raw.lstrip("\n")))
+        sections = tuple(Section(s.start + shift, s.level, s.title) for s in self._sections) if body else ()
+        return ExtractedText(f"{title}\n\n{body}" if title and body else title or body, False, sections=sections)
 
     # -- tags --
 
@@ -245,6 +217,8 @@ class _VisibleTextExtractor(HTMLParser):
             self._request_break(1)
         if tag == "tr":
             self._row_has_cell = False
+        if tag in _HEADINGS and self._heading is None and not self._hidden_depth and not self._in_head:
+            self._heading = (_HEADINGS[tag], -1, 0)
 
     def handle_endtag(self, tag: str) -> None:
         if self._hidden_element is not None:
@@ -253,6 +227,8 @@ class _VisibleTextExtractor(HTMLParser):
                 self._hidden_element = None
             if not enclosing:
                 return
+        if tag in _HEADINGS and self._heading is not None:
+            self._end_heading()
         if tag == "head":
             self._in_head = False
         elif tag == "title" and self._in_title:
@@ -296,6 +272,19 @@ class _VisibleTextExtractor(HTMLParser):
         else:
             self._emit(data, collapse=True)
 
+    def _end_heading(self) -> None:
+        if self._heading is None:
+            return
+        level, start, first_part = self._heading
+        self._heading = None
+        title = "".join(self._parts[first_part:]).split("\n", 1)[0].strip() if start >= 0 else ""
+        if title:
+            self._sections.append(Section(start, level, title))
+
+    def _append(self, text: str) -> None:
+        self._parts.append(text)
+        self._length += len(text)
+
     def _start_list_item(self) -> None:
         if not self._list_counters:
             return
@@ -326,8 +315,10 @@ class _VisibleTextExtractor(HTMLParser):
             return
         self._flush_pending_breaks()
         if self._pending_space and not self._after_space:
-            self._parts.append(" ")
-        self._parts.append(data)
+            self._append(" ")
+        if self._heading is not None and self._heading[1] < 0:
+            self._heading = (self._heading[0], self._length, len(self._parts))
+        self._append(data)
         self._after_space = data[-1].isspace()
         self._pending_space = trailing_space
 
@@ -337,11 +328,11 @@ class _VisibleTextExtractor(HTMLParser):
             last = self._parts[-1]
             already_there = len(last) - len(last.rstrip("\n"))  # <pre> text may end with a line break
             if self._pending_newlines > already_there:
-                self._parts.append("\n" * (self._pending_newlines - already_there))
+                self._append("\n" * (self._pending_newlines - already_there))
             self._after_space = True
         self._pending_newlines = 0
         if self._pending_marker:
-            self._parts.append(self._pending_marker)
+            self._append(self._pending_marker)
             self._pending_marker = ""
             self._after_space = True
 
@@ -353,18 +344,19 @@ def _ordered_list_start(attrs: list[tuple[str, str | None]]) -> int:
     return 1
 
 
-def visible_text(markup: str) -> str:
-    """The text a reader sees in `markup` (newlines already normalised)."""
+def markup_text(markup: str, *, with_title: bool = True) -> ExtractedText:
+    """The text a reader sees in `markup` (newlines already normalised) with its headings: the document's title
+    (unless `with_title` is False), a blank line, then its body."""
     extractor = _VisibleTextExtractor()
     extractor.feed(markup)
     extractor.close()
-    return extractor.text()
+    return extractor.result(with_title)
 
 
 def extract(path: Path, data: bytes) -> ExtractedText:
     markup, extracted = decode_text(path, data, html_encoding(data))
     try:
-        text = visible_text(normalise_newlines(markup))
+        found = markup_text(normalise_newlines(markup))
     except Exception as error:  # html.parser is lenient; this is a last resort
         raise ExtractionError(path, f"unreadable HTML ({type(error).__name__}: {error})") from error
-    return dataclasses.replace(extracted, text=text)
+    return dataclasses.replace(extracted, text=found.text, sections=found.sections)

@@ -1,46 +1,133 @@
-"""PDF: the text of each page (pypdf), pages separated by a blank line."""
+"""PDF: the text of each page (pypdfium2), pages separated by a blank line and their starts kept; the bookmarks
+(the outline a PDF viewer shows) as sections where their title is found on their page; with the `pdf-tables`
+extra, the tables pdfplumber finds on a page follow its text as Markdown tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
-import logging
-import warnings
+import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from granrag_mcp.errors import ExtractionError
-from granrag_mcp.indexing.formats.base import ExtractedText, normalise_newlines
+from granrag_mcp.indexing.formats.base import ExtractedText, Section, normalise_newlines
+from granrag_mcp.indexing.formats.builder import TextBuilder, one_line
 
-
-@contextmanager
-def _quiet_pypdf() -> Iterator[None]:
-    """pypdf logs a warning for every small defect of a PDF; only its errors are worth showing."""
-    pypdf_log = logging.getLogger("pypdf")
-    previous_level = pypdf_log.level
-    pypdf_log.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        pypdf_log.setLevel(previous_level)
+TABLES_EXTRA = "pip install 'granrag-mcp[pdf-tables]'"
+_MIN_RULES_FOR_A_TABLE = 4
+"""pdfplumber's default strategy builds tables from drawn rules: a page with fewer path objects has none, so the
+slow table finder runs only on the pages that may hold one."""
 
 
 def extract(path: Path, data: bytes) -> ExtractedText:
-    from pypdf import PasswordType, PdfReader  # only a run that reads a PDF pays for importing it
+    import pypdfium2  # only a run that reads a PDF pays for importing it
 
-    with _quiet_pypdf():
+    try:
+        document = pypdfium2.PdfDocument(data)
+    except pypdfium2.PdfiumError as error:
+        if "password" in str(error).lower():
+            raise ExtractionError(path, "encrypted PDF that needs a password") from error
+        raise ExtractionError(path, f"unreadable PDF ({error})") from error
+    try:
+        pages = list(_page_texts(path, document))
+        bookmarks = _bookmarks(document)
+    finally:
+        document.close()
+    tables = _tables(data, [number for number, (_, may_hold_table) in enumerate(pages) if may_hold_table])
+    builder = TextBuilder()
+    for number, (text, _) in enumerate(pages):
+        builder.start_page()
+        builder.block(text)
+        for table in tables.get(number, []):
+            builder.block(table)
+    if not builder.length:
+        raise ExtractionError(path, "no text layer (a scanned PDF: run OCR on it first to index it)")
+    built = builder.build()
+    return dataclasses.replace(built, sections=_sections(built.text, built.page_starts, bookmarks))
+
+
+def _bookmarks(document: Any) -> list[tuple[int, int, str]]:
+    """(page index, level from 1, title) of each bookmark that points at a page, in outline order."""
+    import pypdfium2
+
+    found = []
+    try:
+        for bookmark in document.get_toc():
+            destination = bookmark.get_dest()
+            page = destination.get_index() if destination is not None else None
+            title = one_line(bookmark.get_title())
+            if page is not None and title:
+                found.append((page, bookmark.level + 1, title))
+    except pypdfium2.PdfiumError:  # a damaged outline: the text is still worth indexing
+        return []
+    return found
+
+
+def _sections(text: str, page_starts: tuple[int, ...], bookmarks: list[tuple[int, int, str]]) -> tuple[Section, ...]:
+    """Each bookmark where its title first stands on its page (after the previous one found there), as the line it
+    is in the text; a bookmark whose title is not on its page is left out."""
+    found: list[Section] = []
+    searched_from: dict[int, int] = {}
+    for page, level, title in bookmarks:
+        if page >= len(page_starts):
+            continue
+        start = searched_from.get(page, page_starts[page])
+        end = page_starts[page + 1] if page + 1 < len(page_starts) else len(text)
+        match = re.compile(r"\s+".join(map(re.escape, title.split()))).search(text, start, end)
+        if match is None:
+            continue
+        searched_from[page] = match.end()
+        found.append(Section(match.start(), level, match.group().split("\n", 1)[0].rstrip()))
+    return tuple(sorted(found, key=lambda section: section.start))
+
+
+def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:
+    """Each page's text, and whether it draws enough rules to hold a table."""
+    import pypdfium2
+    import pypdfium2.raw
+
+    for number in range(len(document)):
         try:
-            reader = PdfReader(io.BytesIO(data))
-            if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
-                raise ExtractionError(path, "encrypted PDF that needs a password")
-            pages = [(page.extract_text() or "").strip() for page in reader.pages]
-        except ExtractionError:
-            raise
-        except Exception as error:  # pypdf raises many types on damaged files
-            raise ExtractionError(path, f"unreadable PDF ({type(error).__name__}: {error})") from error
-    text = normalise_newlines("\n\n".join(page for page in pages if page))
-    if not text.strip():
-        raise ExtractionError(path, "no extractable text (scanned PDF?)")
-    return ExtractedText(text, replaced_bytes=False)
+            page = document[number]
+            textpage = page.get_textpage()
+            text = textpage.get_text_bounded()
+            rules = sum(1 for _ in page.get_objects(filter=[pypdfium2.raw.FPDF_PAGEOBJ_PATH], max_depth=2))
+            textpage.close()
+            page.close()
+        except pypdfium2.PdfiumError as error:  # a damaged page: the file is skipped, as a reader would fail too
+            raise ExtractionError(path, f"unreadable PDF page {number + 1} ({error})") from error
+        yield normalise_newlines(text).replace("\x00", "").strip(), rules >= _MIN_RULES_FOR_A_TABLE
+
+
+def _tables(data: bytes, page_numbers: list[int]) -> dict[int, list[str]]:
+    """Page number (0-based) -> its tables as Markdown, where pdfplumber is installed and finds any."""
+    if not page_numbers:
+        return {}
+    try:
+        import pdfplumber
+    except ImportError:  # tables are an extra: without it the cells are still in the page's text
+        return {}
+    found: dict[int, list[str]] = {}
+    try:
+        with pdfplumber.open(io.BytesIO(data)) as pdf:
+            for number in page_numbers:
+                rows = [table.extract() for table in pdf.pages[number].find_tables()]
+                found[number] = [markdown for markdown in map(markdown_table, rows) if markdown]
+    except Exception:  # noqa: BLE001 - the tables are a bonus: the page text already holds the cells
+        return found
+    return found
+
+
+def markdown_table(rows: list[list[str | None]]) -> str:
+    """A table as Markdown: the first row its header; cells on one line, pipes escaped; "" when it has no text."""
+    cleaned = [[" ".join((cell or "").split()).replace("|", "\\|") for cell in row] for row in rows if row]
+    cleaned = [row for row in cleaned if any(row)]
+    if not cleaned:
+        return ""
+    width = max(len(row) for row in cleaned)
+    cleaned = [row + [""] * (width - len(row)) for row in cleaned]
+    lines = ["| " + " | ".join(row) + " |" for row in cleaned]
+    lines.insert(1, "|" + " --- |" * width)
+    return "\n".join(lines)

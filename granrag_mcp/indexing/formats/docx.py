@@ -1,0 +1,86 @@
+"""Word (.docx, python-docx): paragraphs and tables in document order; a paragraph styled Title or Heading N is a
+heading of that level (Title and Heading 1 both level 1)."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.formats.base import ExtractedText
+from granrag_mcp.indexing.formats.builder import TextBuilder
+
+_HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
+CELL_SEPARATOR = " | "
+
+
+def heading_level(style_name: str) -> int | None:
+    """The level a paragraph style gives (Title 1, Heading N N), None for a body style."""
+    name = style_name.strip()
+    if name.lower() == "title":
+        return 1
+    match = _HEADING_STYLE.match(name)
+    return int(match.group(1)) if match else None
+
+
+_WORD_NAMESPACE = {"w": "http://schemas.openxmlformats.org/wordprocessingml/2006/main"}
+
+
+def _levels(document: object) -> list[int | None]:
+    """The heading level of each body paragraph and table (None), in order: read from the style ids in the XML,
+    since python-docx's `Paragraph.style` scans every style for each unstyled paragraph."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from lxml import etree
+
+    styles = document.styles  # type: ignore[attr-defined]
+    by_id = {s.style_id: heading_level(s.name or "") for s in styles if s.type == WD_STYLE_TYPE.PARAGRAPH}
+    default = styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    default_level = heading_level(default.name or "") if default is not None else None
+    blocks = etree.XPath("./w:body/*[self::w:p or self::w:tbl]", namespaces=_WORD_NAMESPACE)
+    style_id = etree.XPath("string(w:pPr/w:pStyle/@w:val)", namespaces=_WORD_NAMESPACE)
+    levels: list[int | None] = []
+    for block in blocks(document.element):  # type: ignore[attr-defined]
+        found = style_id(block) if etree.QName(block).localname == "p" else None
+        levels.append(None if found is None else by_id.get(found, default_level) if found else default_level)
+    return levels
+
+
+def extract(path: Path, data: bytes) -> ExtractedText:
+    import docx  # only a run that reads a Word file pays for importing it
+    from docx.table import Table
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        items = list(document.iter_inner_content())
+        levels = _levels(document)
+        if len(levels) != len(items):  # a layout the XPath does not see as python-docx does: ask each paragraph
+            levels = [
+                None if isinstance(i, Table) or i.style is None else heading_level(i.style.name or "") for i in items
+            ]
+        builder = TextBuilder()
+        for item, level in zip(items, levels):
+            if isinstance(item, Table):
+                builder.block(table_text(item))
+                continue
+            if level is not None:
+                builder.heading(item.text, level)
+            else:
+                builder.block(item.text)
+    except Exception as error:  # python-docx and lxml raise many types on damaged files
+        raise ExtractionError(path, f"unreadable Word file ({type(error).__name__}: {error})") from error
+    return builder.build()
+
+
+def table_text(table: object) -> str:
+    """A table one row per line, cells separated by " | ", a merged cell once."""
+    lines = []
+    for row in table.rows:  # type: ignore[attr-defined]
+        cells: list[str] = []
+        for cell in row.cells:
+            text = " ".join(cell.text.split())
+            if not cells or text != cells[-1]:  # a cell merged across columns repeats in each
+                cells.append(text)
+        if any(cells):
+            lines.append(CELL_SEPARATOR.join(cells))
+    return "\n".join(lines)
