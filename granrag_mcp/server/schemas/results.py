@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from granrag_mcp.levels import Level
 from granrag_mcp.records import Chunk
+from granrag_mcp.retrieval.citations import UNCITED, Citation
 from granrag_mcp.retrieval.fusion import Contribution
 
 
@@ -37,6 +38,10 @@ def _nullable_map_of(model: type[BaseModel]) -> WithJsonSchema:
     description and default are added by pydantic): a client validates every result against the output schema,
     and the `$ref` and `anyOf` pydantic would emit make that validation slower."""
     return WithJsonSchema({"type": ["object", "null"], "additionalProperties": model.model_json_schema()})
+
+
+PAGES_DESCRIPTION = "First and last page the text spans, 1-based; null where the format has no pages."
+SECTION_DESCRIPTION = "Heading path above the text, outermost first ('Methods', 'Statistical analysis'); empty if none."
 
 
 class Hit(_Model):
@@ -74,6 +79,8 @@ class Hit(_Model):
         description="Ids of hits that lay inside this one (a sentence inside this mid chunk) and were folded "
         "into it instead of being returned again.",
     )
+    pages: list[int] | None = Field(None, min_length=2, max_length=2, description=PAGES_DESCRIPTION)
+    section: list[str] = Field(default_factory=list, description=SECTION_DESCRIPTION)
 
     @classmethod
     def of(
@@ -86,6 +93,7 @@ class Hit(_Model):
         truncated: bool = False,
         cluster: Sequence[str] | None = None,
         folded: Sequence[str] | None = None,
+        citation: Citation = UNCITED,
     ) -> Hit:
         return cls(
             chunk_id=chunk.public_id,
@@ -105,6 +113,8 @@ class Hit(_Model):
             evidence=list(evidence) if evidence else None,
             cluster=None if cluster is None else list(cluster),
             folded=list(folded) if folded else None,
+            pages=list(citation.pages) if citation.pages else None,
+            section=list(citation.section),
         )
 
 
@@ -159,6 +169,8 @@ class WindowResult(Budgeted):
     end: int = Field(description="Character offset just past the returned text.")
     text: str = Field(description="The window: the document text from start to end, in reading order.")
     truncated: bool = Field(description="True when the window text was cut to fit max_tokens.")
+    pages: list[int] | None = Field(None, min_length=2, max_length=2, description=PAGES_DESCRIPTION)
+    section: list[str] = Field(default_factory=list, description=SECTION_DESCRIPTION)
     members: list[Hit] = Field(
         description="The chunks of the window in reading order; their text is left empty, it is in `text`."
     )
@@ -225,8 +237,22 @@ def fence_doc_id(doc_id: str) -> str:
     return fence(_quote(doc_id), "doc_id")
 
 
+def page_label(pages: Sequence[int] | None) -> str:
+    """'p. 12' or 'p. 12-13'; empty without pages."""
+    if not pages:
+        return ""
+    return f"p. {pages[0]}" if pages[0] == pages[-1] else f"p. {pages[0]}-{pages[-1]}"
+
+
+def fence_section(section: Sequence[str]) -> str:
+    """The heading path, from the documents like a doc_id, in its own fence: 'Methods > Statistical analysis'."""
+    return f"\n{fence(' > '.join(section), 'section')}" if section else ""
+
+
 def _hit_label(hit: Hit) -> str:
     parts = [hit.chunk_id, f"chars {hit.start}-{hit.end}", f"level {hit.level}"]
+    if hit.pages:
+        parts.append(page_label(hit.pages))
     if hit.parent_id:
         parts.append(f"parent {hit.parent_id}")
     if hit.score is not None:
@@ -246,7 +272,8 @@ def _hit_label(hit: Hit) -> str:
 
 
 def _quoted_hit(number: int, hit: Hit, label: str | None = None) -> str:
-    return f"[{number}] {label or _hit_label(hit)}\n{fence_doc_id(hit.doc_id)}\n{fence(hit.text)}"
+    source = f"{fence_doc_id(hit.doc_id)}{fence_section(hit.section)}"
+    return f"[{number}] {label or _hit_label(hit)}\n{source}\n{fence(hit.text)}"
 
 
 def _budget(result: Budgeted) -> str:
@@ -273,13 +300,15 @@ def render_hits(result: SearchResult) -> str:
 
 
 def render_window(result: WindowResult) -> str:
+    pages = f" | {page_label(result.pages)}" if result.pages else ""
     head = (
-        f"window around {result.chunk_id} | chars {result.start}-{result.end} | "
+        f"window around {result.chunk_id} | chars {result.start}-{result.end}{pages} | "
         f"{len(result.members)} chunk(s){' | truncated to fit max_tokens' if result.truncated else ''} | "
         f"{_budget(result)}"
     )
     members = "members: " + ", ".join(f"{m.chunk_id} [{m.start}-{m.end}]" for m in result.members)
-    return "\n\n".join([head, DATA_NOTICE, f"{fence_doc_id(result.doc_id)}\n{fence(result.text)}", members])
+    source = f"{fence_doc_id(result.doc_id)}{fence_section(result.section)}"
+    return "\n\n".join([head, DATA_NOTICE, f"{source}\n{fence(result.text)}", members])
 
 
 def render_parents(result: ParentsResult) -> str:
