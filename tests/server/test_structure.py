@@ -5,7 +5,6 @@ tools navigate it; the document resource carries its outline. A page or heading 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest

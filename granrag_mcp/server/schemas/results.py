@@ -41,6 +41,12 @@ def _nullable_map_of(model: type[BaseModel]) -> WithJsonSchema:
 
 
 PAGES_DESCRIPTION = "First and last page the text spans, 1-based; null where the format has no pages."
+Pages = Annotated[
+    list[int] | None,
+    WithJsonSchema({"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}),
+    Field(min_length=2, max_length=2, description=PAGES_DESCRIPTION),
+]
+"""[first, last] page, written in place of the `anyOf` pydantic would emit (see `_nullable_map_of`)."""
 SECTION_DESCRIPTION = "Heading path above the text, outermost first ('Methods', 'Statistical analysis'); empty if none."
 
 
@@ -79,7 +85,7 @@ class Hit(_Model):
         description="Ids of hits that lay inside this one (a sentence inside this mid chunk) and were folded "
         "into it instead of being returned again.",
     )
-    pages: list[int] | None = Field(None, min_length=2, max_length=2, description=PAGES_DESCRIPTION)
+    pages: Pages = None
     section: list[str] = Field(default_factory=list, description=SECTION_DESCRIPTION)
 
     @classmethod
@@ -169,7 +175,7 @@ class WindowResult(Budgeted):
     end: int = Field(description="Character offset just past the returned text.")
     text: str = Field(description="The window: the document text from start to end, in reading order.")
     truncated: bool = Field(description="True when the window text was cut to fit max_tokens.")
-    pages: list[int] | None = Field(None, min_length=2, max_length=2, description=PAGES_DESCRIPTION)
+    pages: Pages = None
     section: list[str] = Field(default_factory=list, description=SECTION_DESCRIPTION)
     members: list[Hit] = Field(
         description="The chunks of the window in reading order; their text is left empty, it is in `text`."

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from granrag_mcp.server.schemas.results import (
     DATA_NOTICE,
-    PAGES_DESCRIPTION,
     Budgeted,
+    Pages,
     _Model,
     fence,
     fence_doc_id,
@@ -27,7 +27,7 @@ class OutlineEntry(_Model):
     section: list[str] = Field(description="Its heading path, outermost first; the last one is its own title.")
     start: int = Field(description="Character offset of its heading in the document.")
     end: int = Field(description="Character offset where it ends (its subsections included).")
-    pages: list[int] | None = Field(None, min_length=2, max_length=2, description=PAGES_DESCRIPTION)
+    pages: Pages = None
     tokens: int = Field(description="Tokens of the whole section (cl100k), its subsections included.")
     chunk_id: str | None = Field(
         None,
@@ -66,7 +66,7 @@ class SectionResult(Budgeted):
     start: int = Field(description="Character offset of the section in its document.")
     end: int = Field(description="Character offset just past the returned text.")
     section_end: int = Field(description="Character offset where the whole section ends.")
-    pages: list[int] | None = Field(None, min_length=2, max_length=2, description=PAGES_DESCRIPTION)
+    pages: Pages = None
     tokens: int = Field(description="Tokens of the whole section (cl100k), even when its text was truncated.")
     text: str = Field(description="The section's text from its heading, in reading order.")
     truncated: bool = Field(description="True when the text was cut to fit max_tokens.")
