@@ -14,7 +14,7 @@ from granrag_mcp.evaluation.qa import load_squad
 from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.semantic_chunking import group_sentences, semantic_documents
 from granrag_mcp.indexing.structure import outline_of
-from granrag_mcp.outline import Outline
+from granrag_mcp.outline import Outline, Section
 from granrag_mcp.records import ChunkSpan
 from granrag_mcp.settings import ChunkSettings
 from granrag_mcp.tokens import get_tokenizer
@@ -125,3 +125,21 @@ def test_without_headings_the_chunks_are_those_of_the_chunker_before_headings(ch
         for spans_, _, _ in semantic_documents(documents, TOKENIZER, settings, FakeEmbedder(dimension=64)):
             digest(spans_, found)
     assert found.hexdigest() == BEFORE_HEADINGS[chunker]
+
+
+def test_fixed_windows_keep_a_heading_only_section_with_the_text_before_it() -> None:
+    first = " ".join(f"Alpha sentence number {n} runs on for a while." for n in range(8))
+    second = " ".join(f"Gamma sentence number {n} runs on for a while." for n in range(8))
+    text = f"Part\n{first}\nBeta\nGamma\n{second}\n"
+    sections = [
+        Section(0, 1, "Part"),
+        Section(text.index("Beta"), 2, "Beta"),
+        Section(text.index("Gamma\n"), 2, "Gamma"),
+    ]
+    settings = ChunkSettings(chunker="fixed", **{**SMALL, "broad_tokens": 512})  # type: ignore[arg-type]
+    found = chunk_document(text, TOKENIZER, settings, sections)
+    starts = [s.start for s in sections]
+    mids = [s for s in found if s.level == "mid"]
+    assert [crossed(text, s, starts) for s in mids if crossed(text, s, starts)] == [[text.index("Beta")]]
+    assert any(text[m.start : m.end].lstrip().startswith("Gamma\n") for m in mids)
+    assert any(text[m.start : m.end].rstrip().endswith("while.\nBeta") for m in mids)
