@@ -86,6 +86,16 @@ class Report:
         pages = [self.units[unit][0] for _, unit in found]
         return [min(pages), max(pages)], list(self.units[found[0][1]][1])
 
+    def expected_at(self, document: str, start: int, end: int) -> tuple[list[int], list[str]]:
+        """The pages and heading path of the span [start, end) of the extracted `document`, whitespace at its edges
+        aside, from the units holding its first and last characters (a span may cut a sentence)."""
+        piece = document[start:end]
+        begin, stop = start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
+        placed = [(document.index(unit), unit) for unit in self.units]
+        first = next(u for at, u in placed if at <= begin < at + len(u))
+        last = next(u for at, u in placed if at < stop <= at + len(u))
+        return [self.units[first][0], self.units[last][0]], list(self.units[first][1])
+
 
 def build_report(layout: tuple[tuple, ...] = LAYOUT) -> Report:
     lines: list[str] = []
