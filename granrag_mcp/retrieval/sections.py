@@ -7,6 +7,7 @@ chunks overlap, a chunk lying wholly inside one already listed is left out, so n
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from granrag_mcp.errors import InvalidInputError
@@ -55,13 +56,17 @@ def _outline(view: View, doc_id: str) -> tuple[Outline, int]:
 
 def _spans(view: View, doc_id: str, outline: Outline, n_chars: int, wanted: list[int]) -> list[SectionSpan]:
     ends = outline.ends(n_chars)
+    # By start, to find a section's chunks by bisection; each keeps its place in reading order (n).
     positions = view.catalog.positions(doc_id, SECTION_CHUNKS)
+    by_start = sorted((start, n, chunk_id, end) for n, (chunk_id, start, end) in enumerate(positions))
+    starts = [start for start, _, _, _ in by_start]
     out = []
     for i in wanted:
         section, end = outline.sections[i], ends[i]
+        inside = sorted(by_start[bisect_left(starts, section.start) : bisect_left(starts, end)], key=lambda p: p[1])
         chunk_ids, covered = [], -1
-        for chunk_id, start, chunk_end in positions:
-            if section.start <= start < end and chunk_end > covered:
+        for _, _, chunk_id, chunk_end in inside:
+            if chunk_end > covered:
                 chunk_ids.append(chunk_id)
                 covered = chunk_end
         tokens = outline.tokens[i] if i < len(outline.tokens) else 0
