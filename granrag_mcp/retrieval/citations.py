@@ -24,6 +24,19 @@ class Citation:
 UNCITED = Citation()
 
 
+def pages_label(pages: Sequence[int] | None) -> str:
+    """Pages as a reader writes them: 'p. 12' or 'p. 12-13'; empty without pages."""
+    if not pages:
+        return ""
+    return f"p. {pages[0]}" if pages[0] == pages[-1] else f"p. {pages[0]}-{pages[-1]}"
+
+
+def citation_line(doc_id: str, citation: Citation) -> str:
+    """One line a person can check: 'report.pdf · p. 12-13 · Methods > Statistical analysis'."""
+    parts = [doc_id, pages_label(citation.pages), " > ".join(citation.section)]
+    return " · ".join(part for part in parts if part)
+
+
 def cite(outline: Outline, start: int, text: str) -> Citation:
     """The citation of `text`, a span of the document that starts at character `start`."""
     if not outline:

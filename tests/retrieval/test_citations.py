@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from granrag_mcp.levels import LEVELS
-from granrag_mcp.retrieval.citations import UNCITED, cite, cite_chunks
+from granrag_mcp.retrieval.citations import UNCITED, Citation, citation_line, cite, cite_chunks
 from granrag_mcp.retrieval.sections import document_outline, enclosing_section
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.store import Snapshot
@@ -73,3 +73,11 @@ def test_sections_list_their_chunks_once_and_a_chunk_climbs_to_them(view) -> Non
         assert climbed.number == section.number
     assert document_outline(view, f"report{SUFFIX}", max_depth=1).total == 5
     assert len(document_outline(view, f"report{SUFFIX}", max_depth=1).sections) == 3
+
+
+def test_a_citation_reads_as_one_line_a_person_can_check() -> None:
+    cited = Citation((12, 13), ("Methods", "Statistical analysis"))
+    assert citation_line("report.pdf", cited) == "report.pdf · p. 12-13 · Methods > Statistical analysis"
+    assert citation_line("slides.pptx", Citation((4, 4), ())) == "slides.pptx · p. 4"
+    assert citation_line("notes.md", Citation(None, ("Ideas",))) == "notes.md · Ideas"
+    assert citation_line("plain.txt", UNCITED) == "plain.txt"

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from granrag_mcp.levels import Level
 from granrag_mcp.records import Chunk
-from granrag_mcp.retrieval.citations import UNCITED, Citation
+from granrag_mcp.retrieval.citations import UNCITED, Citation, pages_label
 from granrag_mcp.retrieval.fusion import Contribution
 
 
@@ -243,13 +243,6 @@ def fence_doc_id(doc_id: str) -> str:
     return fence(_quote(doc_id), "doc_id")
 
 
-def page_label(pages: Sequence[int] | None) -> str:
-    """'p. 12' or 'p. 12-13'; empty without pages."""
-    if not pages:
-        return ""
-    return f"p. {pages[0]}" if pages[0] == pages[-1] else f"p. {pages[0]}-{pages[-1]}"
-
-
 def fence_section(section: Sequence[str]) -> str:
     """The heading path, from the documents like a doc_id, in its own fence: 'Methods > Statistical analysis'."""
     return f"\n{fence(' > '.join(section), 'section')}" if section else ""
@@ -258,7 +251,7 @@ def fence_section(section: Sequence[str]) -> str:
 def _hit_label(hit: Hit) -> str:
     parts = [hit.chunk_id, f"chars {hit.start}-{hit.end}", f"level {hit.level}"]
     if hit.pages:
-        parts.append(page_label(hit.pages))
+        parts.append(pages_label(hit.pages))
     if hit.parent_id:
         parts.append(f"parent {hit.parent_id}")
     if hit.score is not None:
@@ -306,7 +299,7 @@ def render_hits(result: SearchResult) -> str:
 
 
 def render_window(result: WindowResult) -> str:
-    pages = f" | {page_label(result.pages)}" if result.pages else ""
+    pages = f" | {pages_label(result.pages)}" if result.pages else ""
     head = (
         f"window around {result.chunk_id} | chars {result.start}-{result.end}{pages} | "
         f"{len(result.members)} chunk(s){' | truncated to fit max_tokens' if result.truncated else ''} | "

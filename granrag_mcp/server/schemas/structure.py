@@ -9,6 +9,7 @@ import json
 
 from pydantic import Field
 
+from granrag_mcp.retrieval.citations import pages_label
 from granrag_mcp.server.schemas.results import (
     DATA_NOTICE,
     Budgeted,
@@ -17,7 +18,6 @@ from granrag_mcp.server.schemas.results import (
     fence,
     fence_doc_id,
     fence_section,
-    page_label,
 )
 
 
@@ -76,7 +76,7 @@ class SectionResult(Budgeted):
     )
 
     def as_text(self) -> str:
-        pages = f" | {page_label(self.pages)}" if self.pages else ""
+        pages = f" | {pages_label(self.pages)}" if self.pages else ""
         head = (
             f"section {self.number} (level {self.level}) around {self.chunk_id} | chars {self.start}-{self.end} of "
             f"{self.start}-{self.section_end}{pages} | {self.tokens} tokens"
