@@ -50,10 +50,6 @@ class Outline:
         index = bisect_right(self._starts, offset) - 1
         return index if index >= 0 else None
 
-    def path_indexes(self, index: int) -> tuple[int, ...]:
-        """Indexes of section `index`'s ancestors and itself, outermost first."""
-        return self._paths[index]
-
     def path(self, index: int | None) -> list[str]:
         """The heading path of section `index`: its ancestors' titles and its own, outermost first."""
         return [] if index is None else [self.sections[i].title for i in self._paths[index]]
