@@ -314,12 +314,15 @@ def cmd_status(args: argparse.Namespace, settings) -> int:
 def cmd_search(args: argparse.Namespace, settings) -> int:
     from granrag_mcp.engine import Engine
     from granrag_mcp.errors import InvalidInputError
+    from granrag_mcp.retrieval.citations import citation_line, cite_chunks
     from granrag_mcp.retrieval.level_search import search_level
 
     if not 1 <= args.k <= 100:
         raise InvalidInputError(f"-k must be between 1 and 100, got {args.k}")
     engine = Engine(settings, load_reranker_now=False)
-    hits = search_level(engine.view(), args.query, args.level, args.k, lexical=args.lexical)
+    view = engine.view()
+    hits = search_level(view, args.query, args.level, args.k, lexical=args.lexical)
+    cited = cite_chunks(view, [h.chunk for h in hits])
     if args.json:
         rows = [
             {
@@ -328,6 +331,8 @@ def cmd_search(args: argparse.Namespace, settings) -> int:
                 "start": h.chunk.start,
                 "end": h.chunk.end,
                 "score": h.score,
+                "pages": list(pages) if (pages := cited[h.chunk.id].pages) else None,
+                "section": list(cited[h.chunk.id].section),
                 "text": h.chunk.text,
             }
             for h in hits
@@ -338,7 +343,8 @@ def cmd_search(args: argparse.Namespace, settings) -> int:
         c = hit.chunk
         snippet = " ".join(c.text.split())
         snippet = snippet if len(snippet) <= 300 else snippet[:297] + "..."
-        print(f"{rank:>2}. {c.public_id}  {c.doc_id} [{c.start}:{c.end}]  score {hit.score:.3f}\n    {snippet}")
+        where = citation_line(c.doc_id, cited[c.id])
+        print(f"{rank:>2}. {c.public_id}  {where} [{c.start}:{c.end}]  score {hit.score:.3f}\n    {snippet}")
     if not hits:
         print("no hits")
     return 0

@@ -3,7 +3,7 @@ document's chunks, their numbering, and the vectors of every level embedded or p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +14,7 @@ from granrag_mcp.indexing.chunk_vectors import level_vectors
 from granrag_mcp.indexing.chunking import chunk_document
 from granrag_mcp.indexing.discovery import SourceFile, text_of
 from granrag_mcp.levels import FINEST, LEVELS, Level, parent_of
+from granrag_mcp.outline import EMPTY, Outline, Section
 from granrag_mcp.progress import Progress, embedding
 from granrag_mcp.records import Chunk, ChunkSpan
 from granrag_mcp.settings import ChunkSettings, VectorMode
@@ -34,6 +35,7 @@ class NewDocument:
     n_tokens: int
     sentence_vectors: np.ndarray | None = None  # the semantic chunker's, kept as the narrow level's vectors
     sentence_tokens: list[np.ndarray] | None = None  # with token vectors: the semantic chunker's, int8
+    outline: Outline = EMPTY  # its headings and pages, kept with it in the catalog
 
     @property
     def info(self) -> DocumentInfo:
@@ -43,10 +45,12 @@ class NewDocument:
         )
 
 
-def chunk_text(text: str, tokenizer: Tokenizer, chunking: ChunkSettings) -> tuple[list[ChunkSpan], int]:
-    """The text's chunks and its token count. The semantic chunker gets no chunks here: it cuts them once the
-    sentences are embedded, since its mid boundaries come from their vectors."""
-    spans = chunk_document(text, tokenizer, chunking) if chunking.chunker == "fixed" else []
+def chunk_text(
+    text: str, tokenizer: Tokenizer, chunking: ChunkSettings, sections: Sequence[Section] = ()
+) -> tuple[list[ChunkSpan], int]:
+    """The text's chunks (cut at its `sections`) and its token count. The semantic chunker gets no chunks here: it
+    cuts them once the sentences are embedded, since its mid boundaries come from their vectors."""
+    spans = chunk_document(text, tokenizer, chunking, sections) if chunking.chunker == "fixed" else []
     return spans, tokenizer.count(text)
 
 

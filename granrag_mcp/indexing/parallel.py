@@ -22,6 +22,7 @@ from granrag_mcp.indexing.discovery import SourceFile
 from granrag_mcp.indexing.documents import NewDocument, assign_ids, chunk_text, embed_levels
 from granrag_mcp.indexing.extract import ExtractedText, extract_text
 from granrag_mcp.indexing.semantic_chunking import SentencePlan, cut_planned, plan_document
+from granrag_mcp.indexing.structure import outline_of
 from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import ChunkSpan
@@ -61,9 +62,11 @@ def prepare_document(source: SourceFile, tokenizer: Tokenizer, chunking: ChunkSe
         extracted = extract_text(source)
     except ExtractionError as exc:
         return PreparedDocument(None, failure=exc.reason)
-    spans, n_tokens = chunk_text(extracted.text, tokenizer, chunking)
+    sections = outline_of(extracted, tokenizer).sections
+    spans, n_tokens = chunk_text(extracted.text, tokenizer, chunking, sections)
     if chunking.chunker == "semantic":
-        return PreparedDocument(extracted, n_tokens=n_tokens, plan=plan_document(extracted.text, tokenizer, chunking))
+        plan = plan_document(extracted.text, tokenizer, chunking, sections)
+        return PreparedDocument(extracted, n_tokens=n_tokens, plan=plan)
     return PreparedDocument(extracted, spans=spans, n_tokens=n_tokens)
 
 

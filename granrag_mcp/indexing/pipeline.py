@@ -29,6 +29,7 @@ from granrag_mcp.indexing.formats import format_list
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
 from granrag_mcp.indexing.semantic_chunking import semantic_documents
 from granrag_mcp.indexing.sentences import check_sentence_cap
+from granrag_mcp.indexing.structure import outline_of
 from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.progress import EXTRACTING, Progress, embedding
 from granrag_mcp.records import Chunk
@@ -217,6 +218,7 @@ class _IndexRun:
                     self.progress,
                     token_rows,
                     self.projection,
+                    {d.source.doc_id: d.outline for d in new_docs},
                 )
             if self.settings.graph:
                 with self.clock.stage("graph"):
@@ -285,12 +287,13 @@ class _IndexRun:
                 log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
                 summary.guessed_encodings.append((text_of(str(source.path)), extracted.encoding))
             with self.clock.stage("chunk"):
+                outline = outline_of(extracted, self.tokenizer)
                 if outcome is not None:
                     spans, n_tokens = outcome.spans, outcome.n_tokens
                     parallel_done.append(outcome)
                 else:
-                    spans, n_tokens = chunk_text(extracted.text, self.tokenizer, self.chunking)
-            new_docs.append(NewDocument(source, digest, extracted.text, spans, n_tokens))
+                    spans, n_tokens = chunk_text(extracted.text, self.tokenizer, self.chunking, outline.sections)
+            new_docs.append(NewDocument(source, digest, extracted.text, spans, n_tokens, outline=outline))
             if source.doc_id in known:
                 summary.updated += 1
             else:
@@ -314,6 +317,7 @@ class _IndexRun:
                     embedder,
                     self.progress.callback(embedding(FINEST)),
                     token_reduce=token_reducer(self.projection),
+                    sections=[d.outline.sections for d in new_docs],
                 )
             for doc, (spans, sentence_vectors, sentence_tokens) in zip(new_docs, semantic):
                 doc.spans, doc.sentence_vectors, doc.sentence_tokens = spans, sentence_vectors, sentence_tokens

@@ -8,6 +8,10 @@ document's percentile threshold of all its distances (95 by default; overrides b
 under `semantic_min_tokens` joins the neighbour it is semantically nearer to (if that stays within the maximum),
 and a broad chunk of one or two sentences gets fixed windows (there is nothing to compare).
 
+A document with headings is cut at them as well: every section start begins a new group, and only a section
+shorter than `semantic_min_tokens` merges with its nearer neighbour (see `group_sentences`); the broad chunks
+break at top-level sections as the fixed chunker's do.
+
 The sentence vectors are the narrow level's own: the indexer stores them instead of embedding the sentences again,
 so semantic chunking costs no extra model work.
 """
@@ -15,13 +19,15 @@ so semantic chunking costs no extra model work.
 from __future__ import annotations
 
 import fnmatch
+from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder, ProgressCallback, TokenReducer
-from granrag_mcp.indexing.chunking import sentence_spans, token_windows
+from granrag_mcp.indexing.chunking import broad_windows, sentence_spans
+from granrag_mcp.outline import Section
 from granrag_mcp.records import ChunkSpan
 from granrag_mcp.settings import ChunkSettings, parse_override
 from granrag_mcp.tokens import Tokenizer
@@ -35,6 +41,7 @@ class SentencePlan:
 
     broad: list[ChunkSpan]
     sentences: list[list[tuple[int, int, int]]]  # per broad chunk: (start, end, tokens), in order
+    starts: list[list[int]] = field(default_factory=list)  # per broad chunk: sentences that begin a section
 
     @property
     def texts_count(self) -> int:
@@ -54,17 +61,25 @@ def percentile_for(doc_id: str, settings: ChunkSettings) -> float:
     return settings.semantic_percentile
 
 
-def plan_document(text: str, tokenizer: Tokenizer, settings: ChunkSettings) -> SentencePlan:
-    """Broad chunks as the fixed chunker makes them, and the sentences inside each."""
+def plan_document(
+    text: str, tokenizer: Tokenizer, settings: ChunkSettings, sections: Sequence[Section] = ()
+) -> SentencePlan:
+    """Broad chunks as the fixed chunker makes them, and the sentences inside each (none across a section start,
+    and with sections, which of them begin one)."""
     bounds = tokenizer.boundaries(text)
-    n_tokens = len(bounds) - 1
+    section_starts = [s.start for s in sections]
     plan = SentencePlan([], [])
-    for b_begin, b_end in token_windows(n_tokens, settings.broad_tokens, settings.broad_overlap):
+    for b_begin, b_end in broad_windows(bounds, settings, sections):
         start, end = int(bounds[b_begin]), int(bounds[b_end])
         if not text[start:end].strip():
             continue
         plan.broad.append(ChunkSpan("broad", len(plan.broad), start, end, b_end - b_begin, None))
-        plan.sentences.append(list(sentence_spans(text, start, end, tokenizer, settings.sentence_max_tokens)))
+        sentences = list(sentence_spans(text, start, end, tokenizer, settings.sentence_max_tokens, section_starts))
+        plan.sentences.append(sentences)
+        if sections:
+            firsts = [a for a, _, _ in sentences]
+            found = {bisect_left(firsts, s) for s in section_starts if start < s < end}
+            plan.starts.append(sorted(i for i in found if 0 < i < len(sentences)))
     return plan
 
 
@@ -106,26 +121,53 @@ def pack(tokens: Sequence[int], begin: int, end: int, limit: int) -> list[tuple[
 
 
 def group_sentences(
-    tokens: Sequence[int], distances: np.ndarray, threshold: float, max_tokens: int, min_tokens: int
+    tokens: Sequence[int],
+    distances: np.ndarray,
+    threshold: float,
+    max_tokens: int,
+    min_tokens: int,
+    starts: Sequence[int] = (),
 ) -> list[tuple[int, int]]:
-    """Runs [start, end) of sentence indexes: cut at the boundaries, at most max_tokens, small runs merged."""
+    """Runs [start, end) of sentence indexes: cut at the boundaries, at most max_tokens, small runs merged.
+
+    `starts`: sentences that begin a section. Every one starts a run, and small runs merge only within their
+    section, except a whole section shorter than min_tokens, which then merges with its nearer neighbour.
+    """
     n = len(tokens)
-    if n <= 2:
+    if n <= 2 and not starts:
         return pack(tokens, 0, n, max_tokens)  # too few sentences to compare: fixed windows
-    cuts = [0, *boundaries(distances, threshold), n]
+    cuts = sorted({0, *(boundaries(distances, threshold) if n > 2 else ()), *starts, n})
     runs = [run for a, b in zip(cuts, cuts[1:]) for run in pack(tokens, a, b, max_tokens)]
+    walls = {0, *starts, n}
+    runs = _merge_small(runs, tokens, distances, max_tokens, min_tokens, walls, across=False)
+    if starts:
+        runs = _merge_small(runs, tokens, distances, max_tokens, min_tokens, walls, across=True)
+    return runs
+
+
+def _merge_small(
+    runs: list[tuple[int, int]],
+    tokens: Sequence[int],
+    distances: np.ndarray,
+    max_tokens: int,
+    min_tokens: int,
+    walls: set[int],
+    across: bool,
+) -> list[tuple[int, int]]:
+    """Runs under min_tokens joined to their nearer neighbour while the maximum allows: within the walls (section
+    starts), or with `across`, only whole sections (a run from wall to wall), across them."""
     size = lambda run: sum(tokens[run[0] : run[1]])  # noqa: E731
     changed = True
     while changed and len(runs) > 1:
         changed = False
         for i, run in enumerate(runs):
-            if size(run) >= min_tokens:
+            if size(run) >= min_tokens or (across and not (run[0] in walls and run[1] in walls)):
                 continue
             # The nearer neighbour is the one across the smaller distance; either must keep the maximum.
             options = []
-            if i > 0 and size(runs[i - 1]) + size(run) <= max_tokens:
+            if i > 0 and size(runs[i - 1]) + size(run) <= max_tokens and (across or run[0] not in walls):
                 options.append((float(distances[run[0] - 1]), i - 1))
-            if i + 1 < len(runs) and size(runs[i + 1]) + size(run) <= max_tokens:
+            if i + 1 < len(runs) and size(runs[i + 1]) + size(run) <= max_tokens and (across or run[1] not in walls):
                 options.append((float(distances[run[1] - 1]), i + 1))
             if not options:
                 continue
@@ -153,9 +195,10 @@ def semantic_spans(
     threshold = float(np.percentile(every, percentile)) if len(every) else float("inf")
     mid: list[ChunkSpan] = []
     narrow: list[ChunkSpan] = []
-    for broad, sentences, dist in zip(plan.broad, plan.sentences, distances):
+    for n, (broad, sentences, dist) in enumerate(zip(plan.broad, plan.sentences, distances)):
         tokens = [t for _, _, t in sentences]
-        for a, b in group_sentences(tokens, dist, threshold, settings.mid_tokens, settings.semantic_min_tokens):
+        starts = plan.starts[n] if plan.starts else ()
+        for a, b in group_sentences(tokens, dist, threshold, settings.mid_tokens, settings.semantic_min_tokens, starts):
             mid_seq = len(mid)
             mid.append(ChunkSpan("mid", mid_seq, sentences[a][0], sentences[b - 1][1], sum(tokens[a:b]), broad.seq))
             for start, end, count in sentences[a:b]:
@@ -170,11 +213,13 @@ def semantic_documents(
     embedder: Embedder,
     progress: ProgressCallback | None = None,
     token_reduce: TokenReducer | None = None,
+    sections: Sequence[Sequence[Section]] | None = None,
 ) -> list[tuple[list[ChunkSpan], np.ndarray, list[np.ndarray] | None]]:
     """(spans, sentence vectors in narrow order, token vectors) per (doc_id, text); all sentences embedded in one
     run. With `token_reduce`, the token vectors are each sentence's reduced ones, from the forwards that embedded
-    the sentences (the embedder must give token vectors); without, None."""
-    plans = [plan_document(text, tokenizer, settings) for _, text in documents]
+    the sentences (the embedder must give token vectors); without, None. `sections`: each document's headings."""
+    headings = sections if sections is not None else [()] * len(documents)
+    plans = [plan_document(text, tokenizer, settings, h) for (_, text), h in zip(documents, headings, strict=True)]
     return cut_planned(documents, plans, settings, embedder, progress, token_reduce)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from granrag_mcp.levels import Level
+from granrag_mcp.outline import EMPTY, Outline, Section
 from granrag_mcp.records import Chunk
 
 _SCHEMA = """
@@ -33,7 +34,24 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS chunks_position ON chunks(doc_id, level, seq);
 CREATE INDEX IF NOT EXISTS chunks_parent ON chunks(parent_id);
+CREATE TABLE IF NOT EXISTS sections (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id),
+    seq INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    n_tokens INTEGER NOT NULL,
+    PRIMARY KEY (doc_id, seq)
+);
+CREATE TABLE IF NOT EXISTS pages (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id),
+    page INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    PRIMARY KEY (doc_id, page)
+);
 """
+_OUTLINE_TABLES = ("sections", "pages")
+"""Tables a catalog written before documents kept their outline lacks: read as documents without structure."""
 _CHUNK_COLUMNS = 'id, doc_id, level, seq, start, "end", token_count, parent_id, text'
 _MAX_PARAMS = 900
 
@@ -62,6 +80,8 @@ class Catalog:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._db = connection
         self._lock = threading.Lock()
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        self.has_outlines = all(name in tables for name in _OUTLINE_TABLES)
 
     @classmethod
     def open_readonly(cls, path: Path) -> Catalog:
@@ -113,6 +133,27 @@ class Catalog:
         rows = self._query(sql, [start + 1, max(end - start, 0), doc_id])
         return rows[0][0] if rows else None
 
+    def outlines(self, doc_ids: Sequence[str]) -> dict[str, Outline]:
+        """Each document's outline (sections and page starts); an empty one for a document without structure,
+        or for every document of a catalog written before outlines were kept."""
+        found = {doc_id: EMPTY for doc_id in doc_ids}
+        if not self.has_outlines:
+            return found
+        sections: dict[str, list[tuple[Section, int]]] = {}
+        pages: dict[str, list[int]] = {}
+        for batch in _batches(list(dict.fromkeys(doc_ids))):
+            marks = ",".join("?" * len(batch))
+            sql = f"SELECT doc_id, start, depth, title, n_tokens FROM sections WHERE doc_id IN ({marks}) ORDER BY seq"
+            for doc_id, start, depth, title, n_tokens in self._query(sql, batch):
+                sections.setdefault(doc_id, []).append((Section(start, depth, title), n_tokens))
+            sql = f"SELECT doc_id, start FROM pages WHERE doc_id IN ({marks}) ORDER BY page"
+            for doc_id, start in self._query(sql, batch):
+                pages.setdefault(doc_id, []).append(start)
+        for doc_id in sections.keys() | pages.keys():
+            mine = sections.get(doc_id, [])
+            found[doc_id] = Outline(tuple(s for s, _ in mine), tuple(pages.get(doc_id, [])), tuple(n for _, n in mine))
+        return found
+
     def content_hashes(self) -> dict[str, str]:
         return dict(self._query("SELECT doc_id, content_hash FROM documents"))
 
@@ -150,6 +191,16 @@ class Catalog:
     def chunks_by_seq(self, doc_id: str, level: Level, first: int, last: int) -> list[Chunk]:
         sql = f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = ? AND level = ? AND seq BETWEEN ? AND ? ORDER BY seq"
         return [_chunk(r) for r in self._query(sql, [doc_id, level, first, last])]
+
+    def positions(self, doc_id: str, level: Level) -> list[tuple[int, int, int]]:
+        """(id, start, end) of a document's chunks of one level in reading order (seq), without reading their
+        texts out; the start skips the chunk's leading whitespace, so a chunk cut just before a heading counts
+        as starting at it."""
+        sql = (
+            'SELECT id, start + length(text) - length(ltrim(text, char(32, 9, 10, 11, 12, 13))), "end" '
+            "FROM chunks WHERE doc_id = ? AND level = ? ORDER BY seq"
+        )
+        return [(row[0], row[1], row[2]) for row in self._query(sql, [doc_id, level])]
 
     def children(self, parent_ids: Sequence[int]) -> dict[int, list[int]]:
         out: dict[int, list[int]] = {pid: [] for pid in parent_ids}
@@ -196,9 +247,11 @@ class Catalog:
             for batch in _batches(list(doc_ids)):
                 marks = ",".join("?" * len(batch))
                 self._db.execute(f"DELETE FROM chunks WHERE doc_id IN ({marks})", batch)
+                for table in _OUTLINE_TABLES:
+                    self._db.execute(f"DELETE FROM {table} WHERE doc_id IN ({marks})", batch)
                 self._db.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", batch)
 
-    def insert_document(self, info: DocumentInfo, text: str, chunks: Sequence[Chunk]) -> None:
+    def insert_document(self, info: DocumentInfo, text: str, chunks: Sequence[Chunk], outline: Outline = EMPTY) -> None:
         with self._lock:
             self._db.execute(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
@@ -207,6 +260,18 @@ class Catalog:
             self._db.executemany(
                 f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(c.id, c.doc_id, c.level, c.seq, c.start, c.end, c.token_count, c.parent_id, c.text) for c in chunks],
+            )
+            tokens = outline.tokens or (0,) * len(outline.sections)
+            self._db.executemany(
+                "INSERT INTO sections VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (info.doc_id, n, s.start, s.level, s.title, t)
+                    for n, (s, t) in enumerate(zip(outline.sections, tokens, strict=True))
+                ],
+            )
+            self._db.executemany(
+                "INSERT INTO pages VALUES (?, ?, ?)",
+                [(info.doc_id, n, start) for n, start in enumerate(outline.page_starts, 1)],
             )
 
     def commit(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from granrag_mcp.levels import FINEST, LEVELS, Level
+from granrag_mcp.outline import EMPTY, Outline
 from granrag_mcp.progress import Progress
 from granrag_mcp.records import Chunk
 from granrag_mcp.store.catalog import Catalog, DocumentInfo
@@ -101,10 +102,12 @@ def write_indexes(
     progress: Progress,
     token_rows: list[np.ndarray] | None = None,
     projection: np.ndarray | None = None,
+    outlines: Mapping[str, Outline] | None = None,
 ) -> dict[str, int]:
     """Write a generation's catalog and indexes: the base's, without the chunks of the replaced and `removed`
-    documents, with `documents` (info and text) and their `chunks` and `vectors`; token vectors where the base has
-    them or `token_rows` (int8, per finest chunk of `chunks`) are given. Returns the generation's counts."""
+    documents, with `documents` (info and text) and their `chunks`, `vectors` and `outlines` (by doc id; a document
+    without one has no structure); token vectors where the base has them or `token_rows` (int8, per finest chunk
+    of `chunks`) are given. Returns the generation's counts."""
     replaced_docs = [info.doc_id for info, _ in documents] + list(removed)
     stale_ids = base.catalog.chunk_ids_of_documents(replaced_docs) if base else {level: [] for level in LEVELS}
     if base is not None:
@@ -118,7 +121,7 @@ def write_indexes(
             for chunk in chunks[level]:
                 by_doc.setdefault(chunk.doc_id, []).append(chunk)
         for info, text in documents:
-            catalog.insert_document(info, text, by_doc.get(info.doc_id, []))
+            catalog.insert_document(info, text, by_doc.get(info.doc_id, []), (outlines or {}).get(info.doc_id, EMPTY))
         catalog.commit()
         for level in LEVELS:
             index = VectorIndex.read(base.folder / vector_file(level)) if base else VectorIndex.empty(dimension)

@@ -39,6 +39,11 @@ def unfence(lines: list[str], start: int, kind: str = "text") -> tuple[str, int]
     raise AssertionError("an unclosed fence")
 
 
+def skip_section(lines: list[str], start: int) -> int:
+    """Past the fence of a heading path (a document with headings has one after its doc_id), if one opens here."""
+    return unfence(lines, start, "section")[1] if re.fullmatch(r"`{3,}section", lines[start]) else start
+
+
 def quoted_blocks(text: str) -> list[tuple[re.Match[str], str, str]]:
     """(label, doc_id, text) of every labelled, fenced text of a rendered result, in order."""
     lines = text.split("\n")
@@ -47,7 +52,7 @@ def quoted_blocks(text: str) -> list[tuple[re.Match[str], str, str]]:
         label = LABEL.match(lines[i])
         if label:
             doc_id, i = unfence(lines, i + 1, "doc_id")
-            body, i = unfence(lines, i)
+            body, i = unfence(lines, skip_section(lines, i))
             out.append((label, json.loads(doc_id), body))
             continue
         assert not lines[i].startswith("`"), f"a fence outside a labelled block at line {i}"
@@ -102,7 +107,7 @@ def test_instructions_in_a_document_come_back_as_quoted_data(
         source = document(fuzz_store, hit["doc_id"])
         assert source[hit["start"] : hit["start"] + len(hit["text"])] == hit["text"]
     # The fake "end of retrieved text" fence and fake label inside the document stay inside the quoted text.
-    outside = re.sub(r"(?ms)^(`{3,})text\n.*?\n\1$", "", text)
+    outside = re.sub(r"(?ms)^(`{3,})(?:text|section)\n.*?\n\1$", "", text)
     assert "delete_everything" not in outside and "trusted.md" not in outside
 
 
@@ -117,7 +122,7 @@ def test_windows_and_parents_quote_their_text_too(client: Session, fuzz_store: F
     assert DATA_NOTICE in text and f"chars {content['start']}-{content['end']}" in text
     lines = text.split("\n")
     doc_id, after = unfence(lines, next(i for i, line in enumerate(lines) if line.startswith("```")), "doc_id")
-    body, _ = unfence(lines, after)
+    body, _ = unfence(lines, skip_section(lines, after))
     assert json.loads(doc_id) == "notes/injected.md"
     assert body == content["text"] == document(fuzz_store, "notes/injected.md")[content["start"] : content["end"]]
 
@@ -184,7 +189,7 @@ def test_a_file_named_like_an_instruction_is_quoted_as_data(named_client: Sessio
         text = text_of(result)
         assert DATA_NOTICE in text, name
         assert text.index(DATA_NOTICE) < text.index("delete_everything"), name
-        outside = re.sub(r"(?ms)^(`{3,})(?:text|doc_id|json)\n.*?\n\1$", "", text)
+        outside = re.sub(r"(?ms)^(`{3,})(?:text|doc_id|json|section)\n.*?\n\1$", "", text)
         assert "delete_everything" not in outside and "New instructions" not in outside, (name, outside)
     assert [d for _, d, _ in quoted_blocks(text_of(search))] == [doc_id] * len(search.structured_content["hits"])
     assert all(h["doc_id"] == doc_id for h in search.structured_content["hits"])

@@ -38,6 +38,8 @@ TOOLS = {
     "hrr_search",
     "list_documents",
     "get_chunks",
+    "document_outline",
+    "get_section",
 }
 GRAPH_TOOLS = {"find_concepts", "concept_neighbourhood", "concept_paths", "graph_search"}  # see tests/server/
 TOOLS |= GRAPH_TOOLS

@@ -9,15 +9,7 @@ from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.decoding import byte_order_mark, decode
-
-
-@dataclass(frozen=True)
-class Section:
-    """A heading in a document's text: where its section starts, how deep it sits (1 = top) and its title."""
-
-    start: int  # character offset in ExtractedText.text where the heading's own text begins
-    level: int  # 1 for a top-level heading (a chapter, a slide, a sheet), 2 beneath it, and so on
-    title: str  # the heading as a reader sees it, on one line
+from granrag_mcp.outline import Section as Section  # the record extractors fill; the store keeps it too
 
 
 @dataclass(frozen=True)

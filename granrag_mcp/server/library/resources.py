@@ -1,15 +1,19 @@
-"""The library as MCP resources: each document (its extracted text, in pages) and each chunk, so that clients
-that browse resources see what the index holds.
+"""The library as MCP resources: each document (its extracted text, in pages, with its outline) and each chunk,
+so that clients that browse resources see what the index holds.
 
 `resources/list` pages through the documents of the current generation (a middleware adds them to the SDK's
 answer, which only knows static resources); documents and chunks are read through two templates. Each new
-generation is announced to subscribed clients by the library watch (`library.watch`).
+generation is announced to subscribed clients by the library watch (`library.watch`). The first page of a
+document with headings or pages comes with a second content, its outline as JSON (`OUTLINE_MIME`): a read has one
+content per value its function returns, so a middleware adds it to the SDK's answer.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -18,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import Resource
 
 from granrag_mcp.errors import GranragError
+from granrag_mcp.retrieval.sections import document_outline
 from granrag_mcp.server.library.watch import document_uri
 from granrag_mcp.server.state import EngineHolder, holder_of
 
@@ -29,6 +34,8 @@ PAGE_CHARS = 50_000
 """Characters of a document per resource read: long documents are read page by page (`?page=2`...)."""
 LIST_PAGE = 100
 """Documents per `resources/list` page."""
+OUTLINE_MIME = "application/json"
+DOCUMENT_PREFIX = "granrag://documents/"
 
 
 def pages_of(n_chars: int) -> int:
@@ -42,7 +49,9 @@ def register(server: MCPServer) -> None:
         title="Indexed document",
         mime_type="text/plain",
         description=f"The extracted text of an indexed document, {PAGE_CHARS} characters a page: page=1 (the "
-        "default) is the beginning; resources/list gives each document's size and pages.",
+        "default) is the beginning, and comes with the document's outline (its sections with heading paths, "
+        "character spans and pages, and its page starts) as a second, JSON content; resources/list gives each "
+        "document's size and pages.",
     )
     def read_document(doc_id: str, ctx: Context[Any, Any], page: str = "1") -> str:
         # Taken as text and read here, so that `?page=abc` is one clear line rather than a validation traceback.
@@ -135,4 +144,51 @@ async def list_documents_as_resources(ctx: ServerRequestContext[Any, Any], call_
     ]
     if offset + len(resources) < total:
         result["nextCursor"] = str(offset + len(resources))
+    return result
+
+
+def outline_json(holder: EngineHolder, doc_id: str) -> str | None:
+    """The outline of a document as the resource's second content; None where it has neither headings nor
+    pages (or is unknown: the read itself says so)."""
+    view, _ = holder.view()
+    try:
+        outline = document_outline(view, doc_id)
+    except GranragError:
+        return None
+    page_starts = list(view.catalog.outlines([doc_id])[doc_id].page_starts)
+    if not outline.sections and not page_starts:
+        return None
+    sections = [
+        {
+            "level": s.level,
+            "section": s.path,
+            "start": s.start,
+            "end": s.end,
+            "pages": list(s.pages) if s.pages else None,
+            "tokens": s.tokens,
+        }
+        for s in outline.sections
+    ]
+    return json.dumps({"doc_id": doc_id, "page_starts": page_starts, "sections": sections}, ensure_ascii=False)
+
+
+async def read_with_outline(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Add the outline to the SDK's answer to `resources/read` of a document's first page (the server's middleware
+    calls it for that method only)."""
+    result = await call_next(ctx)
+    holder = ctx.lifespan_context
+    uri = (ctx.params or {}).get("uri")
+    if not isinstance(result, dict) or not isinstance(holder, EngineHolder) or not isinstance(uri, str):
+        return result
+    parts = urlsplit(uri)
+    if not uri.startswith(DOCUMENT_PREFIX) or parse_qs(parts.query).get("page", ["1"]) != ["1"]:
+        return result
+    doc_id = unquote(uri[len(DOCUMENT_PREFIX) :].split("?", 1)[0])
+    try:
+        outline = await anyio.to_thread.run_sync(outline_json, holder, doc_id)
+    except Exception as exc:  # the text was read; an outline that cannot be is left out, not the read failed
+        log.warning("outline of %r not added: %s", doc_id, exc)
+        return result
+    if outline is not None:
+        result["contents"] = [*result.get("contents", []), {"uri": uri, "mimeType": OUTLINE_MIME, "text": outline}]
     return result

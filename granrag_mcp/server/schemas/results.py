@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 
 from granrag_mcp.levels import Level
 from granrag_mcp.records import Chunk
+from granrag_mcp.retrieval.citations import UNCITED, Citation, pages_label
 from granrag_mcp.retrieval.fusion import Contribution
 from granrag_mcp.server.schemas.lean import Lean
 
@@ -38,6 +39,16 @@ def _nullable_map_of(model: type[BaseModel]) -> WithJsonSchema:
     description and default are added by pydantic): a client validates every result against the output schema,
     and the `$ref` and `anyOf` pydantic would emit make that validation slower."""
     return WithJsonSchema({"type": ["object", "null"], "additionalProperties": model.model_json_schema()})
+
+
+PAGES_DESCRIPTION = "First and last page the text spans, 1-based; null where the format has no pages."
+Pages = Annotated[
+    list[int] | None,
+    WithJsonSchema({"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}),
+    Field(min_length=2, max_length=2, description=PAGES_DESCRIPTION),
+]
+"""[first, last] page, written in place of the `anyOf` pydantic would emit (see `_nullable_map_of`)."""
+SECTION_DESCRIPTION = "Heading path above the text, outermost first ('Methods', 'Statistical analysis'); empty if none."
 
 
 class Hit(_Model):
@@ -75,6 +86,8 @@ class Hit(_Model):
         description="Ids of hits that lay inside this one (a sentence inside this mid chunk) and were folded "
         "into it instead of being returned again.",
     )
+    pages: Pages = None
+    section: list[str] = Field(default_factory=list, description=SECTION_DESCRIPTION)
 
     @classmethod
     def of(
@@ -87,6 +100,7 @@ class Hit(_Model):
         truncated: bool = False,
         cluster: Sequence[str] | None = None,
         folded: Sequence[str] | None = None,
+        citation: Citation = UNCITED,
     ) -> Hit:
         return cls(
             chunk_id=chunk.public_id,
@@ -106,6 +120,8 @@ class Hit(_Model):
             evidence=list(evidence) if evidence else None,
             cluster=None if cluster is None else list(cluster),
             folded=list(folded) if folded else None,
+            pages=list(citation.pages) if citation.pages else None,
+            section=list(citation.section),
         )
 
 
@@ -163,6 +179,8 @@ class WindowResult(Budgeted):
     end: int = Field(description="Character offset just past the returned text.")
     text: str = Field(description="The window: the document text from start to end, in reading order.")
     truncated: bool = Field(description="True when the window text was cut to fit max_tokens.")
+    pages: Pages = None
+    section: list[str] = Field(default_factory=list, description=SECTION_DESCRIPTION)
     members: list[Hit] = Field(
         description="The chunks of the window in reading order; their text is left empty, it is in `text`."
     )
@@ -229,8 +247,15 @@ def fence_doc_id(doc_id: str) -> str:
     return fence(_quote(doc_id), "doc_id")
 
 
+def fence_section(section: Sequence[str]) -> str:
+    """The heading path, from the documents like a doc_id, in its own fence: 'Methods > Statistical analysis'."""
+    return f"\n{fence(' > '.join(section), 'section')}" if section else ""
+
+
 def _hit_label(hit: Hit) -> str:
     parts = [hit.chunk_id, f"chars {hit.start}-{hit.end}", f"level {hit.level}"]
+    if hit.pages:
+        parts.append(pages_label(hit.pages))
     if hit.parent_id:
         parts.append(f"parent {hit.parent_id}")
     if hit.score is not None:
@@ -250,7 +275,8 @@ def _hit_label(hit: Hit) -> str:
 
 
 def _quoted_hit(number: int, hit: Hit, label: str | None = None) -> str:
-    return f"[{number}] {label or _hit_label(hit)}\n{fence_doc_id(hit.doc_id)}\n{fence(hit.text)}"
+    source = f"{fence_doc_id(hit.doc_id)}{fence_section(hit.section)}"
+    return f"[{number}] {label or _hit_label(hit)}\n{source}\n{fence(hit.text)}"
 
 
 def _budget(result: Budgeted) -> str:
@@ -277,13 +303,15 @@ def render_hits(result: SearchResult) -> str:
 
 
 def render_window(result: WindowResult) -> str:
+    pages = f" | {pages_label(result.pages)}" if result.pages else ""
     head = (
-        f"window around {result.chunk_id} | chars {result.start}-{result.end} | "
+        f"window around {result.chunk_id} | chars {result.start}-{result.end}{pages} | "
         f"{len(result.members)} chunk(s){' | truncated to fit max_tokens' if result.truncated else ''} | "
         f"{_budget(result)}"
     )
     members = "members: " + ", ".join(f"{m.chunk_id} [{m.start}-{m.end}]" for m in result.members)
-    return "\n\n".join([head, DATA_NOTICE, f"{fence_doc_id(result.doc_id)}\n{fence(result.text)}", members])
+    source = f"{fence_doc_id(result.doc_id)}{fence_section(result.section)}"
+    return "\n\n".join([head, DATA_NOTICE, f"{source}\n{fence(result.text)}", members])
 
 
 def render_parents(result: ParentsResult) -> str:

@@ -8,7 +8,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from granrag_mcp.packing import cut, pack
+from granrag_mcp.records import format_chunk_id
+from granrag_mcp.retrieval.citations import cite_chunks, cite_span
 from granrag_mcp.retrieval.parents import find_parents
+from granrag_mcp.retrieval.sections import SECTION_CHUNKS, enclosing_section
 from granrag_mcp.retrieval.view import ScoredChunk
 from granrag_mcp.retrieval.window import expand_window as window_of
 from granrag_mcp.server.schemas.arguments import ChunkId, ChunkIds, MaxTokens
@@ -19,6 +22,7 @@ from granrag_mcp.server.schemas.results import (
     SearchResult,
     WindowResult,
 )
+from granrag_mcp.server.schemas.structure import SectionResult
 from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools.base import read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
@@ -44,6 +48,8 @@ def register(server: MCPServer, budget: int) -> None:
         piece = cut(window.text, max_tokens, tokens)
         end = window.start + len(piece.text)
         members = [m for m in window.members if m.start < end or m.id == window.center.id]
+        cited = cite_chunks(view, members)
+        citation = cite_span(view, window.doc_id, window.start, piece.text)
         return WindowResult(
             generation=view.snapshot.generation,
             tokens_used=piece.tokens,
@@ -54,7 +60,9 @@ def register(server: MCPServer, budget: int) -> None:
             end=end,
             text=piece.text,
             truncated=piece.truncated,
-            members=[Hit.of(m, text="") for m in members],
+            pages=list(citation.pages) if citation.pages else None,
+            section=list(citation.section),
+            members=[Hit.of(m, text="", citation=cited[m.id]) for m in members],
         )
 
     @read_only_tool(server, "Enclosing chunks")
@@ -81,15 +89,19 @@ def register(server: MCPServer, budget: int) -> None:
         result = find_parents(view, chunk_ids, merge_threshold)
         packing = pack([g.parent.text for g in result.parents] + [c.text for c in result.kept], max_tokens, tokens)
         pieces = packing.pieces
+        cited = cite_chunks(view, [g.parent for g in result.parents] + result.kept)
         parents = [
             ParentGroup(
-                parent=Hit.of(g.parent, text=p.text, truncated=p.truncated),
+                parent=Hit.of(g.parent, text=p.text, truncated=p.truncated, citation=cited[g.parent.id]),
                 children_hit=g.children_hit,
                 children_total=g.children_total,
             )
             for g, p in zip(result.parents, pieces)
         ]
-        kept = [Hit.of(c, text=p.text, truncated=p.truncated) for c, p in zip(result.kept, pieces[len(parents) :])]
+        kept = [
+            Hit.of(c, text=p.text, truncated=p.truncated, citation=cited[c.id])
+            for c, p in zip(result.kept, pieces[len(parents) :])
+        ]
         return ParentsResult(
             generation=view.snapshot.generation,
             tokens_used=packing.tokens_used,
@@ -106,3 +118,49 @@ def register(server: MCPServer, budget: int) -> None:
         view, tokens = holder_of(ctx).view()
         chunks = view.get_chunks(chunk_ids)
         return hits_result(view, tokens, [ScoredChunk(c, None) for c in chunks], max_tokens)
+
+    @read_only_tool(server, "Enclosing section")
+    def get_section(
+        chunk_id: ChunkId,
+        ctx: Context[Any, Any],
+        depth: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=20,
+                description="Climb to the enclosing section this deep or less (1: the chapter); "
+                "null: the innermost section.",
+            ),
+        ] = None,
+        max_tokens: MaxTokens = budget,
+    ) -> SectionResult:
+        """The section of its document that holds a chunk (by its headings, not by token windows): its heading
+        path, pages, size, text from the heading on and its paragraph-level chunk ids. Use it when a hit needs
+        its whole section; depth climbs to an enclosing one (1: the top-level section). Documents without
+        headings have no sections: use get_parent or expand_window for them.
+        """
+        view, tokens = holder_of(ctx).view()
+        chunk, span = enclosing_section(view, chunk_id, depth)
+        text = view.catalog.document_slice(span.doc_id, span.start, span.end) or ""
+        piece = cut(text, max_tokens, tokens)
+        end = span.start + len(piece.text)
+        positions = {i: start for i, start, _ in view.catalog.positions(span.doc_id, SECTION_CHUNKS)}
+        inside = [i for i in span.chunk_ids if positions.get(i, end) < end or i == span.chunk_ids[0]]
+        return SectionResult(
+            generation=view.snapshot.generation,
+            tokens_used=piece.tokens,
+            omitted=len(span.chunk_ids) - len(inside),
+            chunk_id=chunk.public_id,
+            doc_id=span.doc_id,
+            number=span.number,
+            level=span.level,
+            section=span.path,
+            start=span.start,
+            end=end,
+            section_end=span.end,
+            pages=list(span.pages) if span.pages else None,
+            tokens=span.tokens,
+            text=piece.text,
+            truncated=piece.truncated,
+            chunk_ids=[format_chunk_id(SECTION_CHUNKS, i) for i in inside],
+        )

@@ -7,13 +7,18 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
+from granrag_mcp.records import format_chunk_id
+from granrag_mcp.retrieval.sections import SECTION_CHUNKS
+from granrag_mcp.retrieval.sections import document_outline as outline_of
+from granrag_mcp.server.schemas.arguments import MaxTokens
 from granrag_mcp.server.schemas.results import DocumentInfo, DocumentList
+from granrag_mcp.server.schemas.structure import OutlineEntry, OutlineResult
 from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools.base import read_only_tool
 
 
 def register(server: MCPServer, budget: int) -> None:
-    """Add the library tools (`budget` is unused: they return no document text)."""
+    """Add the library tools; `budget` is the default max_tokens of document_outline."""
 
     @read_only_tool(server, "List indexed documents")
     def list_documents(
@@ -40,4 +45,56 @@ def register(server: MCPServer, budget: int) -> None:
                 DocumentInfo(doc_id=d.doc_id, source=d.source, n_chars=d.n_chars, n_tokens=d.n_tokens)
                 for d in documents
             ],
+        )
+
+    @read_only_tool(server, "Outline of a document")
+    def document_outline(
+        doc_id: Annotated[
+            str, Field(min_length=1, max_length=1000, description="A doc_id from a hit or from list_documents.")
+        ],
+        ctx: Context[Any, Any],
+        max_depth: Annotated[
+            int | None, Field(ge=1, le=20, description="Only headings this deep or less (1: top-level only).")
+        ] = None,
+        offset: Annotated[int, Field(ge=0, le=1_000_000, description="Sections to skip, for paging.")] = 0,
+        max_tokens: MaxTokens = budget,
+    ) -> OutlineResult:
+        """A document's outline: its sections in reading order, each with its level, heading path, character
+        span, pages (null where the format has none), size in tokens and chunk_id, its first paragraph-level
+        chunk. Read a section with get_section(chunk_id, depth=level). Empty for a document without headings.
+        """
+        view, tokens = holder_of(ctx).view()
+        outline = outline_of(view, doc_id, max_depth)
+        entries = [
+            OutlineEntry(
+                number=s.number,
+                level=s.level,
+                section=s.path,
+                start=s.start,
+                end=s.end,
+                pages=list(s.pages) if s.pages else None,
+                tokens=s.tokens,
+                chunk_id=format_chunk_id(SECTION_CHUNKS, s.chunk_ids[0]) if s.chunk_ids else None,
+                chunks=len(s.chunk_ids),
+            )
+            for s in outline.sections[offset:]
+        ]
+        kept: list[OutlineEntry] = []
+        used = 0
+        for entry in entries:  # whole entries while they fit, the first one always
+            cost = tokens.count(entry.model_dump_json())
+            if kept and used + cost > max_tokens:
+                break
+            kept.append(entry)
+            used += cost
+        return OutlineResult(
+            generation=view.snapshot.generation,
+            tokens_used=used,
+            omitted=len(entries) - len(kept),
+            doc_id=outline.doc_id,
+            n_chars=outline.n_chars,
+            page_count=outline.pages,
+            total=outline.total,
+            offset=offset,
+            sections=kept,
         )

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from granrag_mcp.errors import GranragError
 from granrag_mcp.packing import TokenCounter, pack
+from granrag_mcp.retrieval.citations import cite_chunks
 from granrag_mcp.retrieval.view import ScoredChunk, View
 from granrag_mcp.server.library.watch import chunk_uri
 from granrag_mcp.server.schemas.results import Hit, RankedResult, SearchResult, render
@@ -86,8 +87,9 @@ def hits_result(
     view: View, tokenizer: TokenCounter, hits: list[ScoredChunk], max_tokens: int, reranker: str | None = None
 ) -> SearchResult:
     packing = pack([h.chunk.text for h in hits], max_tokens, tokenizer)
+    cited = cite_chunks(view, [h.chunk for h in hits])
     models = [
-        Hit.of(h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated, h.cluster, h.folded)
+        Hit.of(h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated, h.cluster, h.folded, cited[h.chunk.id])
         for h, p in zip(hits, packing.pieces)
     ]
     fields: dict[str, Any] = dict(
