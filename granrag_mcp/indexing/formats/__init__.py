@@ -63,6 +63,12 @@ def format_list(conjunction: str = "or") -> str:
     return f"{', '.join(rest)} {conjunction} {last}"
 
 
+def format_names() -> str:
+    """The formats by name for a tool description: "Plain text, Markdown, ... and Source code"."""
+    *rest, last = (fmt.name for fmt in FORMATS)
+    return f"{', '.join(rest)} and {last}"
+
+
 def formats_table() -> str:
     """The supported formats as a Markdown table: the README holds it verbatim (a test compares them)."""
     lines = ["| format | suffixes | read with | structure kept |", "|---|---|---|---|"]

@@ -27,7 +27,7 @@ class RunResult(_Model):
     updated: int = Field(0, description="Documents re-indexed because their file changed.")
     unchanged: int = Field(0, description="Documents whose file did not change (not re-embedded).")
     removed: int = Field(0, description="Documents removed.")
-    unsupported: int = Field(0, description="Files skipped: not .txt, .md, .pdf, .html or .htm.")
+    unsupported: int = Field(0, description="Files skipped: of no supported format (see the README's formats table).")
     failed: list[FailedFile] = Field(default_factory=list, description="Files that could not be indexed.")
     doc_ids: list[str] = Field(
         default_factory=list,

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from granrag_mcp.errors import GranragError
 from granrag_mcp.indexing.discovery import text_of
+from granrag_mcp.indexing.formats import format_names
 from granrag_mcp.server.library.writes import Runs, allowed_roots, check_paths, indexed_doc_ids, result_of
 from granrag_mcp.server.schemas.write import IndexStatus, RunResult
 from granrag_mcp.server.state import EngineHolder, holder_of
@@ -40,7 +41,11 @@ def _tool(server: MCPServer, title: str, annotations: ToolAnnotations) -> Callab
                 raise ToolError(str(exc)) from None
 
         server.add_tool(
-            wrapper, title=title, description=description(fn), annotations=annotations, structured_output=True
+            wrapper,
+            title=title,
+            description=description(fn).replace("{formats}", format_names()),
+            annotations=annotations,
+            structured_output=True,
         )
         return fn
 
@@ -76,7 +81,7 @@ def register(server: MCPServer, budget: int) -> None:
             bool, Field(description="Also remove indexed documents that are not under these paths.")
         ] = False,
     ) -> RunResult:
-        """Index .txt, .md, .pdf, .html and .htm files into the library, incrementally: unchanged files are skipped,
+        """Index files of the formats {formats} into the library, incrementally: unchanged files are skipped,
         changed ones re-indexed. Only paths inside the allowed roots (the server's folders, else the client's roots) are
         accepted. Reports progress while it runs; searches keep answering from the current index and switch when
         the new one is committed. Returns the counts and the doc_ids covered, usable as doc_ids filters of the
