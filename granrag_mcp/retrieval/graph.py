@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from granrag_mcp.errors import InvalidInputError
-from granrag_mcp.pagerank import pagerank, transition_matrix
+from granrag_mcp.pagerank import personalized_system, solve_personalized
 from granrag_mcp.retrieval.concept_names import ConceptNames, UnknownConceptError
 from granrag_mcp.retrieval.graph_paths import direct_link, middles
 from granrag_mcp.retrieval.view import ScoredChunk, View, check_query
@@ -29,7 +29,7 @@ MAX_DEPTH = 2
 MAX_HOPS = 4
 PATH_FANOUT = 40  # strongest neighbours followed from each concept while searching paths
 PPR_ALPHA = 0.85
-PPR_ITERATIONS = 20  # residual 0.85^20 = 4%: the top 10 passages match 30 iterations on 99.5% of bridge questions
+PPR_STEPS = 12  # conjugate gradient steps: the top 10 passages those of the converged ranks on 500 of 500 queries
 SEED_SIMILARITY = 0.55  # a concept name this close to the query (cosine) seeds the PageRank
 SEEDS_BY_MEANING = 5
 PPR_TOP = 50  # passages are the sentences that mention one of the concepts of highest personalized PageRank
@@ -83,7 +83,7 @@ class Community:
 
 class GraphQueries:
     """What a query needs besides the stored arrays, built once per graph: name lookups, flat FAISS indexes of the
-    concept names and community centroids, the PageRank matrix and the sentence-by-concept matrix.
+    concept names and community centroids, the personalized PageRank system and the sentence-by-concept matrix.
 
     The similarity searches go through FAISS, which runs on the server's thread setting: a numpy product of the
     same size goes to a multi-threaded BLAS that waits for busy cores (measured 14 ms against 0.3 ms)."""
@@ -101,8 +101,7 @@ class GraphQueries:
         self.centroid_index.add(np.ascontiguousarray(graph.cluster_centroid, dtype=np.float32))
         n = len(graph)
         rows = np.repeat(np.arange(n), np.diff(graph.adj_ptr))
-        self.transition = transition_matrix(n, rows, graph.adj_idx, graph.adj_weight)
-        self.dangling = np.diff(graph.adj_ptr) == 0
+        self.pagerank = personalized_system(n, rows, graph.adj_idx, graph.adj_weight, PPR_ALPHA)
         # sentence row x concept, 1 where the sentence mentions the concept: a passage's score is one product
         n_rows = len(graph.sentence_ids)
         self.sentence_matrix = sparse.csr_matrix(
@@ -358,7 +357,7 @@ def personalized_pagerank(queries: GraphQueries, seeds: dict[int, float]) -> np.
     restart = np.zeros(len(queries.graph))
     for concept, weight in seeds.items():
         restart[concept] = weight
-    return pagerank(queries.transition, restart, PPR_ALPHA, PPR_ITERATIONS, tolerance=0.0, dangling=queries.dangling)
+    return solve_personalized(queries.pagerank, restart, PPR_STEPS)
 
 
 def ppr_passages(view: View, query: str, k: int, doc_id: str | None = None) -> list[ScoredChunk]:
