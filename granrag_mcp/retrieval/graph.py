@@ -36,6 +36,7 @@ PPR_TOP = 50  # passages are the sentences that mention one of the concepts of h
 NAMED_IN_QUERY = 0.99  # find_concepts: a concept whose whole name appears in a longer query
 COMMUNITY_WEIGHT = 1.0  # graph_search communities: weight of a community's share of the mentions
 FUZZY_CUTOFF = 60.0  # find_concepts: least edit similarity (0-100) of a name taken as a misspelling
+REFINE_FACTOR = 8  # concept names: candidates from the 8-bit codes, per name asked, scored again exactly
 
 
 __all__ = ["UnknownConceptError"]  # raised by resolve_concept; defined with the name lookups
@@ -82,8 +83,9 @@ class Community:
 
 
 class GraphQueries:
-    """What a query needs besides the stored arrays, built once per graph: name lookups, flat FAISS indexes of the
-    concept names and community centroids, the personalized PageRank system and the sentence-by-concept matrix.
+    """What a query needs besides the stored arrays, built once per graph: name lookups, FAISS indexes of the
+    concept names (8-bit codes, the best candidates scored again exactly) and of the community centroids (flat),
+    the personalized PageRank system and the sentence-by-concept matrix.
 
     The similarity searches go through FAISS, which runs on the server's thread setting: a numpy product of the
     same size goes to a multi-threaded BLAS that waits for busy cores (measured 14 ms against 0.3 ms)."""
@@ -95,8 +97,7 @@ class GraphQueries:
         self.graph = graph
         self.matcher = ConceptMatcher(str(k) for k in graph.keys)
         self.names = ConceptNames(graph, self.matcher)
-        self.names_index = faiss.IndexFlatIP(graph.vectors.shape[1])
-        self.names_index.add(np.ascontiguousarray(graph.vectors, dtype=np.float32))
+        self.names_index = _refined_index(graph.vectors)
         self.centroid_index = faiss.IndexFlatIP(graph.cluster_centroid.shape[1])
         self.centroid_index.add(np.ascontiguousarray(graph.cluster_centroid, dtype=np.float32))
         n = len(graph)
@@ -112,6 +113,21 @@ class GraphQueries:
             (np.ones(len(graph.cluster_members)), graph.cluster_members, graph.cluster_ptr),
             shape=(graph.n_clusters, n),
         )
+
+
+def _refined_index(vectors: np.ndarray):  # noqa: ANN202 -- a FAISS index
+    """A flat inner-product search that scans 8-bit codes (a quarter of the bytes of the vectors) and scores its
+    REFINE_FACTOR x k best candidates again on the float vectors: the exact answer of a flat index, read faster."""
+    import faiss
+
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    codes = faiss.IndexScalarQuantizer(vectors.shape[1], faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+    if len(vectors):
+        codes.train(vectors)
+    index = faiss.IndexRefineFlat(codes)
+    index.k_factor = REFINE_FACTOR
+    index.add(vectors)
+    return index
 
 
 def doc_row(graph: ConceptGraph, doc_id: str) -> int:
