@@ -56,8 +56,9 @@ def name_pairs(store: Path, count: int) -> list[tuple[str, str]]:
     return [(str(graph.keys[b.a]), str(graph.keys[b.b])) for b in bridges]
 
 
-def core_calls(store: Path) -> Callable[[str, dict[str, Any]], None]:
-    """The technique under each tool, on an Engine in this process (one thread, as the server runs a call)."""
+def core_calls(store: Path) -> tuple[Callable[[str, dict[str, Any]], None], Callable[[str, dict[str, Any]], None]]:
+    """The technique under each tool, on an Engine in this process (one thread, as the server runs a call), and
+    the embedding alone of a query like the tool's (the words differ, so that neither reads the other's cache)."""
     import faiss
     import torch
 
@@ -82,7 +83,10 @@ def core_calls(store: Path) -> Callable[[str, dict[str, Any]], None]:
         else:
             techniques.communities(view, a["query"], 5, None)
 
-    return call
+    def embed(tool: str, a: dict[str, Any]) -> None:
+        engine.embedder.embed([f"{a['query']} (alone)"])
+
+    return call, embed
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -104,7 +108,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         callers[name] = checked
     if args.core:
-        callers["core"] = core_calls(args.store)
+        callers["core"], callers["query embedding"] = core_calls(args.store)
         callers["core"]("find_concepts", {"query": "warm up"})
     names = list(callers)
     times: dict[str, dict[str, list[float]]] = {name: {label: [] for label in CALLS} for name in names}
@@ -116,6 +120,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 tool, arguments = make(a, b)
                 turn = (r + i) % len(names)
                 for name in names[turn:] + names[:turn]:
+                    if name == "query embedding" and "query" not in arguments:
+                        continue
                     began = time.perf_counter()
                     callers[name](tool, arguments)
                     if i >= args.warmup:
@@ -123,7 +129,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         loads.append(_common.load_average()[0])
     for client in clients.values():
         client.close()
-    latency = {name: {label: _common.latency_summary(v) for label, v in per.items()} for name, per in times.items()}
+    latency = {
+        name: {label: _common.latency_summary(v) for label, v in per.items() if v} for name, per in times.items()
+    }
     return {
         "benchmark": "graph_tools",
         "machine": info,
@@ -133,7 +141,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "rounds": args.rounds,
         "calls_per_tool_and_round": args.calls,
         "client": "JSON-RPC lines written and read by the benchmark (no client-side validation of results); "
-        "core: the technique in this process, query embedding included",
+        "core: the technique in this process, query embedding included; query embedding: that alone",
         "latency": latency,
         "load_per_round": loads,
         "load_at_end": _common.load_average(),

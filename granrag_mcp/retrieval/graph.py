@@ -21,6 +21,7 @@ from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.pagerank import personalized_system, solve_personalized
 from granrag_mcp.retrieval.concept_names import ConceptNames, UnknownConceptError
 from granrag_mcp.retrieval.graph_paths import direct_link, middles
+from granrag_mcp.retrieval.graph_vectors import inner_products, nearest, refined_index
 from granrag_mcp.retrieval.view import ScoredChunk, View, check_query
 from granrag_mcp.store.graph import ConceptGraph
 from granrag_mcp.text.concepts import ConceptMatcher
@@ -36,7 +37,6 @@ PPR_TOP = 50  # passages are the sentences that mention one of the concepts of h
 NAMED_IN_QUERY = 0.99  # find_concepts: a concept whose whole name appears in a longer query
 COMMUNITY_WEIGHT = 1.0  # graph_search communities: weight of a community's share of the mentions
 FUZZY_CUTOFF = 60.0  # find_concepts: least edit similarity (0-100) of a name taken as a misspelling
-REFINE_FACTOR = 8  # concept names: candidates from the 8-bit codes, per name asked, scored again exactly
 
 
 __all__ = ["UnknownConceptError"]  # raised by resolve_concept; defined with the name lookups
@@ -83,23 +83,18 @@ class Community:
 
 
 class GraphQueries:
-    """What a query needs besides the stored arrays, built once per graph: name lookups, FAISS indexes of the
-    concept names (8-bit codes, the best candidates scored again exactly) and of the community centroids (flat),
-    the personalized PageRank system and the sentence-by-concept matrix.
-
-    The similarity searches go through FAISS, which runs on the server's thread setting: a numpy product of the
-    same size goes to a multi-threaded BLAS that waits for busy cores (measured 14 ms against 0.3 ms)."""
+    """What a query needs besides the stored arrays, built once per graph: name lookups, a FAISS index of the
+    concept names (8-bit codes, the best candidates scored again exactly; see `graph_vectors`), the community
+    centroids, the personalized PageRank system and the sentence-by-concept matrix."""
 
     def __init__(self, graph: ConceptGraph) -> None:
-        import faiss
         from scipy import sparse
 
         self.graph = graph
         self.matcher = ConceptMatcher(str(k) for k in graph.keys)
         self.names = ConceptNames(graph, self.matcher)
-        self.names_index = _refined_index(graph.vectors)
-        self.centroid_index = faiss.IndexFlatIP(graph.cluster_centroid.shape[1])
-        self.centroid_index.add(np.ascontiguousarray(graph.cluster_centroid, dtype=np.float32))
+        self.names_index = refined_index(graph.vectors)
+        self.centroids = np.ascontiguousarray(graph.cluster_centroid, dtype=np.float32)
         n = len(graph)
         rows = np.repeat(np.arange(n), np.diff(graph.adj_ptr))
         self.pagerank = personalized_system(n, rows, graph.adj_idx, graph.adj_weight, PPR_ALPHA)
@@ -115,34 +110,10 @@ class GraphQueries:
         )
 
 
-def _refined_index(vectors: np.ndarray):  # noqa: ANN202 -- a FAISS index
-    """A flat inner-product search that scans 8-bit codes (a quarter of the bytes of the vectors) and scores its
-    REFINE_FACTOR x k best candidates again on the float vectors: the exact answer of a flat index, read faster."""
-    import faiss
-
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    codes = faiss.IndexScalarQuantizer(vectors.shape[1], faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
-    if len(vectors):
-        codes.train(vectors)
-    index = faiss.IndexRefineFlat(codes)
-    index.k_factor = REFINE_FACTOR
-    index.add(vectors)
-    return index
-
-
 def doc_row(graph: ConceptGraph, doc_id: str) -> int:
     """The graph's row of a document (-1 when no sentence of it mentions a concept)."""
     found = np.flatnonzero(graph.docs == doc_id)
     return int(found[0]) if len(found) else -1
-
-
-def nearest(index, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001 -- a FAISS index
-    """Rows and inner products of the k nearest vectors of a flat index, best first."""
-    k = min(k, index.ntotal)
-    if k == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.float32)
-    scores, rows = index.search(np.ascontiguousarray(vector, dtype=np.float32)[None, :], k)
-    return rows[0], scores[0]
 
 
 @lru_cache(maxsize=4)
@@ -333,9 +304,7 @@ def communities(view: View, query: str, k: int, doc_id: str | None) -> list[Comm
     vector = view.query_vector(query)
     if graph.n_clusters == 0:
         return []
-    scores = np.zeros(graph.n_clusters, np.float64)
-    rows, similarity = nearest(queries.centroid_index, vector, graph.n_clusters)
-    scores[rows] = similarity
+    scores = inner_products(queries.centroids, vector).astype(np.float64)
     if doc_id is not None:  # mentions of each concept within the document
         in_doc = (graph.sentence_doc == doc_row(graph, doc_id)).astype(np.float64)
         mentions = np.asarray(queries.sentence_matrix.T @ in_doc).ravel()
