@@ -1,7 +1,11 @@
-"""PageRank by power iteration over a weighted undirected graph (scipy sparse), shared by the concept graph's
-build (each concept's rank) and its queries (personalized PageRank from a query's concepts)."""
+"""PageRank over a weighted undirected graph (scipy sparse): by power iteration for the concept graph's build (each
+concept's rank), and as a symmetric linear system solved by conjugate gradients for its queries (personalized
+PageRank from a query's concepts), which reaches a closer answer in half the matrix products."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,3 +42,53 @@ def pagerank(  # noqa: ANN001 -- `transition`: a scipy sparse matrix from `trans
         if done:
             break
     return rank
+
+
+@dataclass(frozen=True)
+class PersonalizedSystem:
+    """Personalized PageRank of an undirected graph as one symmetric positive definite system, built once per
+    graph: with W the weights, D the weighted degrees and S = D^-1/2 W D^-1/2, the rank is D^1/2 y normalised to
+    sum 1, where (I - alpha S) y = D^-1/2 restart. A concept with no edge keeps its restart weight (degree 1, no
+    entry in S): the fixed point of `pagerank` with its rank spread by the restart, up to the normalisation. In
+    single precision: each step reads half the bytes, and the ranks' order does not need more."""
+
+    matrix: Any  # scipy sparse, I - alpha S
+    inverse_root_degree: np.ndarray
+
+
+def personalized_system(n: int, source: np.ndarray, target: np.ndarray, weight: np.ndarray, alpha: float):  # noqa: ANN201
+    """The system of a weighted undirected graph given by its directed arcs (each edge in both directions)."""
+    from scipy import sparse
+
+    weights = sparse.csr_matrix((weight.astype(np.float64), (target, source)), shape=(n, n))
+    degree = np.asarray(weights.sum(axis=0)).ravel()
+    degree[degree == 0] = 1.0
+    root = sparse.diags(1.0 / np.sqrt(degree))
+    matrix = (sparse.identity(n, format="csr") - alpha * (root @ weights @ root)).tocsr().astype(np.float32)
+    return PersonalizedSystem(matrix, (1.0 / np.sqrt(degree)).astype(np.float32))
+
+
+def solve_personalized(system: PersonalizedSystem, restart: np.ndarray, steps: int) -> np.ndarray:
+    """Personalized PageRank by at most `steps` conjugate gradient steps: the error shrinks by about
+    (sqrt(k) - 1) / (sqrt(k) + 1) a step, k = (1 + alpha) / (1 - alpha) bounding the condition number, 0.56 at
+    alpha 0.85, against alpha a step for the power iteration.
+
+    Written out with elementwise numpy rather than scipy's `cg`, whose dot products go to the multi-threaded BLAS:
+    in a server's worker threads on busy cores each of them waits for a second core."""
+    b = (restart / restart.sum()).astype(np.float32) * system.inverse_root_degree
+    scaled = np.zeros_like(b)
+    residual = b.copy()
+    direction = residual.copy()
+    rho = float(np.square(residual).sum())
+    least = rho * 1e-20  # relative residual 1e-10: converged
+    for _ in range(steps):
+        if rho <= least:
+            break
+        product = system.matrix @ direction
+        step = rho / float(np.multiply(direction, product).sum())
+        scaled += step * direction
+        residual -= step * product
+        rho, previous = float(np.square(residual).sum()), rho
+        direction = residual + (rho / previous) * direction
+    rank = np.maximum(scaled / system.inverse_root_degree, 0.0).astype(np.float64)
+    return rank / rank.sum()
