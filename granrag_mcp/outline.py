@@ -7,7 +7,7 @@ document's stored text, as chunk offsets are.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 
@@ -49,6 +49,25 @@ class Outline:
         """The innermost section whose start is at or before `offset` (its index), or None before the first."""
         index = bisect_right(self._starts, offset) - 1
         return index if index >= 0 else None
+
+    def body_start(self, start: int, text: str) -> int:
+        """Where the body of `text` (a span starting at `start`) begins: past the heading lines it opens with, so a
+        chunk that starts with its section's heading, or a chain of them (a title, then a first part), is placed
+        in the innermost of those sections rather than before them. A span of headings only: its last heading."""
+        offset = start + len(text) - len(text.lstrip())
+        end = start + len(text)
+        while offset < end:
+            line_end = text.find("\n", offset - start)
+            line_end = end if line_end < 0 else start + line_end
+            heading = bisect_left(self._starts, offset)
+            if heading == len(self._starts) or self._starts[heading] >= line_end:
+                return offset  # this line holds no heading: the body starts here
+            rest = text[line_end - start :]
+            following = line_end + len(rest) - len(rest.lstrip())
+            if following >= end:
+                return self._starts[heading]
+            offset = following
+        return offset
 
     def path(self, index: int | None) -> list[str]:
         """The heading path of section `index`: its ancestors' titles and its own, outermost first."""

@@ -84,7 +84,7 @@ class Report:
             rest = rest.replace(unit, "", 1)
         assert found and not rest.strip(), f"not whole sentences and headings: {text!r}"
         pages = [self.units[unit][0] for _, unit in found]
-        return [min(pages), max(pages)], list(self.units[found[0][1]][1])
+        return [min(pages), max(pages)], self.body_path([unit for _, unit in found])
 
     def expected_at(self, document: str, start: int, end: int) -> tuple[list[int], list[str]]:
         """The pages and heading path of the span [start, end) of the extracted `document`, whitespace at its edges
@@ -94,7 +94,18 @@ class Report:
         placed = [(document.index(unit), unit) for unit in self.units]
         first = next(u for at, u in placed if at <= begin < at + len(u))
         last = next(u for at, u in placed if at < stop <= at + len(u))
-        return [self.units[first][0], self.units[last][0]], list(self.units[first][1])
+        inside = [u for at, u in sorted(placed) if begin <= at < stop or u == first]
+        return [self.units[first][0], self.units[last][0]], self.body_path(inside)
+
+    def body_path(self, units: list[str]) -> list[str]:
+        """The heading path a span of these units (in text order) cites: that of its first unit that is not a
+        heading, past the headings it opens with; a span of headings only cites its last heading."""
+        body = next((u for u in units if not self.is_heading(u)), units[-1])
+        return list(self.units[body][1])
+
+    def is_heading(self, unit: str) -> bool:
+        path = self.units[unit][1]
+        return bool(path) and path[-1] == unit
 
 
 def build_report(layout: tuple[tuple, ...] = LAYOUT) -> Report:

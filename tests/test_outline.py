@@ -60,3 +60,14 @@ def test_a_span_is_cited_without_its_edge_whitespace() -> None:
     assert trimmed(10, "\n\n Methods text \n") == (13, 25)
     assert trimmed(10, "  ") == (10, 12)
     assert not EMPTY and Outline(page_starts=(0,)) and Outline((Section(0, 1, "x"),))
+
+
+def test_a_span_opening_with_headings_is_placed_in_the_innermost_of_them() -> None:
+    text = "# Title\n\n## Part 1\n\nBody of part one.\n\n## Part 2\n\nMore."
+    starts = [text.index(title) for title in ("Title", "Part 1", "Part 2")]
+    outline = Outline(tuple(Section(at, lv, t) for at, lv, t in zip(starts, (1, 2, 2), ("Title", "Part 1", "Part 2"))))
+    assert text[outline.body_start(0, text) :].startswith("Body of part one.")
+    assert outline.path(outline.index_at(outline.body_start(0, text))) == ["Title", "Part 1"]
+    assert outline.body_start(0, text[:20]) == starts[1]  # headings only: its last heading
+    body = text.index("Body")
+    assert outline.body_start(body, text[body:]) == body  # a span that opens with its body stays where it starts

@@ -1,8 +1,8 @@
 """Where a span of a document sits in its structure: the pages it covers and the heading path above it.
 
-A chunk's section is the innermost one whose heading starts at or before the chunk's first character (whitespace
-at its edges aside), its path the titles of that section's ancestors and its own; its pages are those its text
-spans. A document without headings cites no section, an unpaged one no pages.
+A chunk's section is the innermost one whose heading starts at or before the chunk's body (its first character
+past the whitespace and heading lines it opens with), its path the titles of that section's ancestors and its
+own; its pages are those its text spans. A document without headings cites no section, an unpaged one no pages.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def cite(outline: Outline, start: int, text: str) -> Citation:
     if not outline:
         return UNCITED
     begin, end = trimmed(start, text)
-    return Citation(outline.pages(begin, end), tuple(outline.path(outline.index_at(begin))))
+    return Citation(outline.pages(begin, end), tuple(outline.path(outline.index_at(outline.body_start(start, text)))))
 
 
 def cite_chunks(view: View, chunks: Sequence[Chunk]) -> dict[int, Citation]:
