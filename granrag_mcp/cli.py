@@ -366,6 +366,9 @@ def cmd_recover(args: argparse.Namespace, settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings) -> int:
+    # numpy's BLAS sizes its thread pool when numpy is first imported, which the server's modules do: one thread
+    # per tool call must be asked for before that, as run_server asks it of torch.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     from granrag_mcp.store.store import read_current
 
     check_library(settings.library)
