@@ -88,7 +88,7 @@ TINY = {
     "bench_tool_list.py": [],
     "bench_watch.py": ["--reads", "50"],
     "experiment_int8.py": [],
-    "fit_token_basis.py": ["--out", "{tmp}/basis.npy"],
+    "fit_token_basis.py": ["--out", "{tmp}-basis.npy"],
     "report.py": ["--print"],
 }
 """Every script here runs end to end on a tiny input, with GRANRAG_BENCH_NO_SAVE set so no result file is written
