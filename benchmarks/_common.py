@@ -103,9 +103,15 @@ def dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
 
+NO_SAVE = "GRANRAG_BENCH_NO_SAVE"
+"""Set (to anything) by the smoke tests: every script runs as usual but writes no result file."""
+
+
 def save_result(name: str, data: dict[str, Any]) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
     target = RESULTS / f"{name}.json"
+    if os.environ.get(NO_SAVE):
+        return target
+    RESULTS.mkdir(parents=True, exist_ok=True)
     data = {**data, "load_at_end": load_average()}
     target.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return target

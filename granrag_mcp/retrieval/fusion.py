@@ -1,4 +1,4 @@
-"""Weighted reciprocal rank fusion of several ranked lists into one.
+"""Weighted reciprocal rank fusion of several ranked lists into one, and the arguments of a fused search.
 
 Pure functions: no I/O, and the inputs are never modified.
 """
@@ -11,9 +11,21 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
+from granrag_mcp.levels import Level
+
 K = TypeVar("K", bound=Hashable)
 
 DEFAULT_RRF_K = 60
+
+
+@dataclass(frozen=True)
+class FusionRequest:
+    """What a caller of a fused search may choose, read by each fusion method as far as it applies."""
+
+    level: Level = "mid"  # the level of the returned chunks (union: its fine level)
+    weights: Mapping[str, float] | None = None  # list name -> weight, over the store's adapted ones
+    rrf_k: int = DEFAULT_RRF_K
+    lexical: bool = True  # include the BM25 lists
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from granrag_mcp.levels import FINEST, Level, list_name, parent_of
-from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
+from granrag_mcp.retrieval.ranking.features import CandidateReads
 from granrag_mcp.retrieval.ranking.rank import rank_hrr_candidates
 from granrag_mcp.retrieval.rerank import RerankResult, require_reranker, rerank_chunks
 from granrag_mcp.retrieval.rrf import check_weights
@@ -49,9 +49,9 @@ def hrr_lists(
     mid_k: int = 20,
     rerank_n: int = 20,
     rrf_k: int = HRR_RRF_K,
-) -> tuple[dict[str, Scored], dict[int, Chunk]]:
-    """The lists of the final fusion (HRR_LISTS) and the chunks read so far: the sentence lists mapped to the
-    candidate level, its BM25 list, and the reranker's order of the first fusion's best `rerank_n`."""
+) -> tuple[dict[str, Scored], CandidateReads]:
+    """The lists of the final fusion (HRR_LISTS) and what was read of the candidates: the sentence lists mapped to
+    the candidate level, its BM25 list, and the reranker's order of the first fusion's best `rerank_n`."""
     sentences = {
         SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
         SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k),
@@ -60,11 +60,14 @@ def hrr_lists(
         **view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
         CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k),
     }
-    first = reciprocal_rank_fusion({**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}, k=rrf_k)
+    lists = {**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}
+    first = reciprocal_rank_fusion(lists, k=rrf_k)
     candidates = [item.key for item in first[:rerank_n]]
-    chunks = view.catalog.chunks(candidates)
-    reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks])
-    return {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}, chunks
+    reads = CandidateReads(view)
+    # Every chunk the final fusion may return (the candidates and the evidence lists' chunks), in one catalog query.
+    chunks = reads.chunks(candidates + [chunk_id for scored in evidence.values() for chunk_id, _ in scored])
+    reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks], reads.sentence_vectors)
+    return {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}, reads
 
 
 def hrr_candidates(
@@ -84,12 +87,12 @@ def hrr_candidates(
     reranker = require_reranker(view)
     weights = view.fusion_weights(HRR_FUSION, check_weights(weights, HRR_LISTS))
     vector = view.query_vector(query)
-    lists, chunks = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k)
+    lists, reads = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k)
     fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
-    chunks.update(view.catalog.chunks([item.key for item in fused if item.key not in chunks]))
+    chunks = reads.chunks([item.key for item in fused])
     out = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
     if ranked and view.candidate_ranker is not None:
-        out = rank_hrr_candidates(view, query, vector, out, view.candidate_ranker)
+        out = rank_hrr_candidates(view, query, vector, out, view.candidate_ranker, reads=reads)
         return f"{view.candidate_ranker.name}+{reranker.name}", out
     return reranker.name, out
 

@@ -3,8 +3,10 @@ scores a chunk from the stored vectors of its sentences)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.records import Chunk
@@ -24,13 +26,21 @@ def require_reranker(view: View) -> Reranker:
     return view.reranker
 
 
-def rerank_chunks(view: View, query: str, chunks: Sequence[Chunk]) -> list[ScoredChunk]:
-    """`chunks` best first by the view's reranker."""
+def rerank_chunks(
+    view: View,
+    query: str,
+    chunks: Sequence[Chunk],
+    sentence_vectors: Callable[[Sequence[Chunk]], list[tuple[np.ndarray, np.ndarray]]] | None = None,
+) -> list[ScoredChunk]:
+    """`chunks` best first by the view's reranker; `sentence_vectors` reads their sentences' vectors where the
+    reranker scores from those (default `View.sentence_vectors`; a technique that reads them again later passes
+    its own reads)."""
     reranker = require_reranker(view)
     if not chunks:
         return []
     if reranker.reads_sentence_vectors:
-        scores = reranker.score_sentences(view.query_vector(query), view.sentence_vectors(chunks))  # type: ignore[attr-defined]
+        vectors = (sentence_vectors or view.sentence_vectors)(chunks)
+        scores = reranker.score_sentences(view.query_vector(query), vectors)  # type: ignore[attr-defined]
     else:
         scores = reranker.score(query, [c.text for c in chunks])
     return sorted((ScoredChunk(c, float(s)) for c, s in zip(chunks, scores)), key=lambda h: -(h.score or 0.0))

@@ -9,7 +9,7 @@ import numpy as np
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, LEVEL_SPECS, TOP, Level, list_name
-from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, FusionRequest, reciprocal_rank_fusion
 from granrag_mcp.retrieval.spans import dedupe_by_span
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View, check_query
 
@@ -31,6 +31,8 @@ RRF_FACTORS: dict[str, float] = {
 """Each list's weight where the store has not adapted them (1.0 for the lists not named)."""
 RRF_FUSION = "rrf"
 """The name of this fusion's weights in a store's adaptation."""
+SUMMARY = "weighted reciprocal rank fusion of four lists"
+"""This method as `search_fused` describes it (retrieval/fusion_methods.py)."""
 
 
 def check_weights(weights: Mapping[str, float] | None, names: tuple[str, ...]) -> dict[str, float]:
@@ -99,3 +101,14 @@ def search_rrf(
     chunks = view.catalog.chunks([item.key for item in fused])
     hits = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
     return dedupe_by_span(hits)[:k]
+
+
+def search(view: View, query: str, depth: int, request: FusionRequest) -> list[ScoredChunk]:
+    """`search_rrf` as a fusion method of `search_fused`."""
+    return search_rrf(
+        view, query, depth, level=request.level, weights=request.weights, rrf_k=request.rrf_k, lexical=request.lexical
+    )
+
+
+def weights(view: View, request: FusionRequest) -> dict[str, float]:
+    return rrf_weights(view, request.weights, request.lexical, request.level)

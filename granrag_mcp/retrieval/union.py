@@ -4,8 +4,12 @@ hit not repeated."""
 from __future__ import annotations
 
 from granrag_mcp.levels import FINEST, TOP, Level
+from granrag_mcp.retrieval.fusion import FusionRequest
 from granrag_mcp.retrieval.spans import dedupe_by_span, inside
 from granrag_mcp.retrieval.view import ScoredChunk, View
+
+SUMMARY = "broad and fine hits by score"
+"""This method as `search_fused` describes it (retrieval/fusion_methods.py)."""
 
 
 def search_union(view: View, query: str, k: int, fine_level: Level = FINEST) -> list[ScoredChunk]:
@@ -27,3 +31,14 @@ def search_union(view: View, query: str, k: int, fine_level: Level = FINEST) -> 
         if len(result) >= k:
             break
     return result[:k]
+
+
+def search(view: View, query: str, depth: int, request: FusionRequest) -> list[ScoredChunk]:
+    """`search_union` as a fusion method of `search_fused`: the fine level is mid when mid is asked, else the
+    finest."""
+    return search_union(view, query, depth, fine_level="mid" if request.level == "mid" else FINEST)
+
+
+def weights(view: View, request: FusionRequest) -> None:
+    """Union fuses no weighted lists."""
+    return None

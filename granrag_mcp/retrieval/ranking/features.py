@@ -122,32 +122,69 @@ class Sentences:
         return self.vectors[begin:end], self.token_counts[begin:end]
 
 
+class CandidateReads:
+    """What one query has read of its candidates: chunks, and each candidate's sentences (texts, stored vectors,
+    token counts). Each is read once however many stages ask for it (HRR's reranker, then the candidate ranker)."""
+
+    def __init__(self, view: Any) -> None:
+        self.view = view
+        self._chunks: dict[int, Chunk] = {}
+        self._members: dict[int, list[int]] = {}  # candidate id -> its sentence ids in document order
+        self._sentences: dict[int, Chunk] = {}
+        self._vectors: dict[int, np.ndarray] = {}
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, Chunk]:
+        """The chunks of `ids` the catalog holds; one catalog query for those not read yet."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._chunks]
+        if missing:
+            self._chunks.update(self.view.catalog.chunks(missing))
+        return {i: self._chunks[i] for i in ids if i in self._chunks}
+
+    def sentences(self, chunks: Sequence[Chunk]) -> Sentences:
+        """Every candidate's finest-level chunks in document order; the candidates not seen yet cost one catalog
+        query per level crossed, one for the sentences' texts and one vector read."""
+        new = list({c.id: c for c in chunks if c.id not in self._members}.values())
+        if new:
+            members = self.view.descendants([c.id for c in new], [c.level for c in new], FINEST)
+            self._members.update(zip((c.id for c in new), members))
+            every = [i for i in dict.fromkeys(i for ids in members for i in ids) if i not in self._sentences]
+            if every:
+                self._sentences.update(self.view.catalog.chunks(every))
+                stored = self.view.snapshot.vectors[FINEST].reconstruct(np.array(every, dtype=np.int64))
+                self._vectors.update(zip(every, np.asarray(stored, dtype=np.float32)))
+        texts: list[str] = []
+        rows: list[np.ndarray] = []
+        counts: list[int] = []
+        bounds: list[tuple[int, int]] = []
+        sentence_ids: list[int] = []
+        for chunk in chunks:
+            ids = [i for i in self._members[chunk.id] if i in self._sentences]
+            bounds.append((len(texts), len(texts) + len(ids)))
+            sentence_ids.extend(ids)
+            texts.extend(self._sentences[i].text for i in ids)
+            rows.extend(self._vectors[i] for i in ids)
+            counts.extend(self._sentences[i].token_count for i in ids)
+        dimension = self.view.embedder.dimension
+        vectors = (
+            np.array(rows, dtype=np.float32).reshape(len(rows), -1) if rows else np.zeros((0, dimension), np.float32)
+        )
+        return Sentences(texts, vectors, np.array(counts, dtype=np.float32), bounds, sentence_ids)
+
+    def sentence_vectors(self, chunks: Sequence[Chunk]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """`View.sentence_vectors` from these reads: each chunk's sentence vectors and token counts, in arrays of
+        their own as that gives them."""
+        self.sentences(chunks)
+        out = []
+        for chunk in chunks:
+            ids = [i for i in self._members[chunk.id] if i in self._sentences]
+            vectors = np.array([self._vectors[i] for i in ids], dtype=np.float32).reshape(len(ids), -1)
+            out.append((vectors, np.array([self._sentences[i].token_count for i in ids], dtype=np.float32)))
+        return out
+
+
 def candidate_sentences(view: Any, chunks: Sequence[Chunk]) -> Sentences:
     """Every candidate's finest-level chunks in document order, read in one catalog query and one vector read."""
-    members = view.descendants([c.id for c in chunks], [c.level for c in chunks], FINEST)
-    every = list(dict.fromkeys(i for ids in members for i in ids))
-    found = view.catalog.chunks(every)
-    dimension = view.embedder.dimension
-    stored = (
-        view.snapshot.vectors[FINEST].reconstruct(np.array(every, dtype=np.int64))
-        if every
-        else np.zeros((0, dimension), np.float32)
-    )
-    row = {chunk_id: n for n, chunk_id in enumerate(every)}
-    texts: list[str] = []
-    rows: list[int] = []
-    counts: list[int] = []
-    bounds: list[tuple[int, int]] = []
-    sentence_ids: list[int] = []
-    for ids in members:
-        ids = [i for i in ids if i in found]
-        bounds.append((len(texts), len(texts) + len(ids)))
-        sentence_ids.extend(ids)
-        texts.extend(found[i].text for i in ids)
-        rows.extend(row[i] for i in ids)
-        counts.extend(found[i].token_count for i in ids)
-    vectors = np.asarray(stored, dtype=np.float32)[rows] if rows else np.zeros((0, dimension), np.float32)
-    return Sentences(texts, vectors.reshape(len(rows), -1), np.array(counts, dtype=np.float32), bounds, sentence_ids)
+    return CandidateReads(view).sentences(chunks)
 
 
 def _window_max(rows: np.ndarray, width: int) -> np.ndarray:

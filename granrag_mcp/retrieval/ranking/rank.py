@@ -9,6 +9,7 @@ import numpy as np
 
 from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.ranking.features import (
+    CandidateReads,
     Sentences,
     candidate_sentences,
     inside_features,
@@ -49,11 +50,17 @@ def reranker_scores(
 
 
 def hrr_table(
-    view: Any, query: str, vector: np.ndarray, candidates: Sequence[Any], tokens: bool = False
+    view: Any,
+    query: str,
+    vector: np.ndarray,
+    candidates: Sequence[Any],
+    tokens: bool = False,
+    reads: CandidateReads | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every feature of HRR's candidates (ScoredChunks in HRR's order); with `tokens`, the MaxSim ones too."""
+    """Every feature of HRR's candidates (ScoredChunks in HRR's order); with `tokens`, the MaxSim ones too.
+    `reads`: what the query has read of its candidates already (HRR's reranker read their sentences)."""
     chunks = [hit.chunk for hit in candidates]
-    sentences = candidate_sentences(view, chunks)
+    sentences = (reads or CandidateReads(view)).sentences(chunks)
     known = {hit.chunk.id: hit.sources["rerank"].score for hit in candidates if "rerank" in hit.sources}
     scores = reranker_scores(view, query, vector, chunks, sentences, known)
     table = {**list_features(candidates), **inside_features(query_terms(view, query), vector, sentences, scores)}
@@ -69,13 +76,14 @@ def rank_hrr_candidates(
     candidates: Sequence[Any],
     ranker: CandidateRanker,
     head: int = RANKED_HEAD,
+    reads: CandidateReads | None = None,
 ) -> list[Any]:
     """HRR's candidates with the first `head` reordered by the ranker's `hrr` model (scores: its probabilities);
     the rest follow in HRR's order."""
     ranked = list(candidates[:head])
     if not ranked:
         return list(candidates)
-    scores = ranker.hrr.score(hrr_table(view, query, vector, ranked, tokens=ranker.hrr.needs_tokens))
+    scores = ranker.hrr.score(hrr_table(view, query, vector, ranked, ranker.hrr.needs_tokens, reads))
     probabilities = 1.0 / (1.0 + np.exp(-scores))
     out = [
         ScoredChunk(ranked[i].chunk, float(probabilities[i]), ranked[i].sources, ranked[i].evidence)

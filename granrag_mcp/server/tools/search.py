@@ -7,16 +7,14 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from granrag_mcp.levels import FINEST, Level
+from granrag_mcp.levels import Level
 from granrag_mcp.retrieval.filters import DocFilter
-from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
+from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, FusionRequest
+from granrag_mcp.retrieval.fusion_methods import DEFAULT_FUSION_METHOD, FUSION_METHODS, methods_description
 from granrag_mcp.retrieval.hrr import hrr_search as hrr
 from granrag_mcp.retrieval.hrr import hrr_weights
 from granrag_mcp.retrieval.level_search import level_weights, search_level
 from granrag_mcp.retrieval.rerank import rerank as rerank_ids
-from granrag_mcp.retrieval.rrf import rrf_weights, search_rrf
-from granrag_mcp.retrieval.union import search_union
-from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.schemas.arguments import (
     ChunkIds,
     DiversifyMethod,
@@ -107,11 +105,9 @@ def register(server: MCPServer, budget: int) -> None:
         ctx: Context[Any, Any],
         k: Annotated[int, Field(ge=1, le=100, description="Number of hits (1-100).")] = 10,
         method: Annotated[
-            Literal["rrf", "union"],
-            Field(
-                description="rrf: weighted reciprocal rank fusion of four lists; union: broad and fine hits by score."
-            ),
-        ] = "rrf",
+            Literal[tuple(FUSION_METHODS)],  # type: ignore[valid-type]  # read from the registry as the tool is added
+            Field(description=methods_description()),
+        ] = DEFAULT_FUSION_METHOD,
         weights: Weights = None,
         rrf_k: Annotated[
             int, Field(ge=1, le=1000, description="rrf only: the RRF constant; larger flattens ranks.")
@@ -136,16 +132,15 @@ def register(server: MCPServer, budget: int) -> None:
         single-level searches disagree.
         """
         options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
-
-        def search(view: View, depth: int) -> list:
-            if method == "union":
-                return search_union(view, query, depth, fine_level="mid" if level == "mid" else FINEST)
-            return search_rrf(view, query, depth, level=level, weights=weights, rrf_k=rrf_k, lexical=lexical)
-
-        def used(view: View) -> dict[str, float] | None:
-            return None if method == "union" else rrf_weights(view, weights, lexical, level)
-
-        return session_search(ctx, query, k, options, search, used)
+        fusion, request = FUSION_METHODS[method], FusionRequest(level, weights, rrf_k, lexical)
+        return session_search(
+            ctx,
+            query,
+            k,
+            options,
+            lambda view, depth: fusion.search(view, query, depth, request),
+            lambda view: fusion.weights(view, request),
+        )
 
     @read_only_tool(server, "Rerank chunks")
     def rerank(

@@ -17,7 +17,7 @@ from granrag_mcp.retrieval.ranking.features import (
     stem,
 )
 from granrag_mcp.retrieval.ranking.model import LinearModel, read_ranker, shipped_ranker
-from granrag_mcp.retrieval.ranking.rank import hrr_table
+from granrag_mcp.retrieval.ranking.rank import hrr_table, rank_hrr_candidates
 from granrag_mcp.retrieval.rerank import rerank
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.store import Snapshot
@@ -130,6 +130,33 @@ def test_hrr_with_the_ranker_reorders_its_candidates_and_says_so(views):
     result = hrr_search(ranked, "knead the dough overnight", k=3)
     assert result.reranker == ranked_name and result.hits[0].chunk.doc_id == "cooking.txt"
     assert hrr_candidates(ranked, "knead the dough overnight", ranked=False)[1][0].chunk.id == before[0].chunk.id
+
+
+def test_hrr_reads_each_chunk_and_sentence_vector_once_and_ranks_as_fresh_reads_would(views, monkeypatch):
+    plain, ranked = views
+    queries = ["knead the dough overnight", "sailors trimmed the mainsail", "the comet's tail in spring"]
+    fresh = {}
+    for query in queries:  # the ranker's order from reads of its own, as a separate stage would read them
+        vector = plain.query_vector(query)
+        candidates = hrr_candidates(ranked, query, ranked=False)[1]
+        fresh[query] = [
+            (h.chunk.id, h.score) for h in rank_hrr_candidates(ranked, query, vector, candidates, shipped_ranker())
+        ]
+    chunk_reads, vector_reads = [], []
+    catalog_chunks, sentence_index = ranked.catalog.chunks, ranked.snapshot.vectors["narrow"]
+    reconstruct = sentence_index.reconstruct
+    monkeypatch.setattr(ranked.catalog, "chunks", lambda ids: chunk_reads.extend(ids) or catalog_chunks(ids))
+    monkeypatch.setattr(sentence_index, "reconstruct", lambda ids: vector_reads.extend(ids) or reconstruct(ids))
+    for query in queries:
+        chunk_reads.clear()
+        vector_reads.clear()
+        shared = [(h.chunk.id, h.score) for h in hrr_candidates(ranked, query)[1]]
+        assert shared == fresh[query]
+        assert vector_reads and len(vector_reads) == len(set(vector_reads))
+        assert len(chunk_reads) == len(set(chunk_reads))
+    chunk_reads.clear()
+    hrr_search(ranked, queries[0])
+    assert len(chunk_reads) == len(set(chunk_reads))
 
 
 def test_rerank_offers_the_ranker_and_the_reranker_alone(views):
