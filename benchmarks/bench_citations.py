@@ -7,9 +7,10 @@ indexer's pypdfium2) finds the answer on. For each sampled question the default 
 mid level, k=5) runs; the first hit whose span holds the answer is cited through the store's outline and checked.
 A question whose answer no hit holds counts as a miss of retrieval, not of citation. Usage:
 
-    .venv/bin/python benchmarks/make_mixed_corpus.py OUT
-    granrag-mcp index OUT/mixed --store OUT/store-mixed --no-graph
     .venv/bin/python benchmarks/bench_citations.py OUT [--sample 600]
+
+OUT is the folder of make_mixed_corpus.py with OUT/store-mixed indexed from OUT/mixed (`granrag-mcp index OUT/mixed
+--store OUT/store-mixed --no-graph`); where either is missing, this script makes it first.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import make_mixed_corpus
 import squad_corpus
 
-RESULT = Path(__file__).resolve().parent / "results" / "citations.json"
+from benchmarks._common import load_average, save_result
+
 K = 5
 
 
@@ -64,14 +67,18 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="the folder make_mixed_corpus.py wrote, with OUT/store-mixed indexed")
     parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
     parser.add_argument("--sample", type=int, default=600, help="questions sampled (seed 0)")
-    parser.add_argument("--no-save", action="store_true", help=f"print only; do not write {RESULT.name}")
+    parser.add_argument("--no-save", action="store_true", help="print only; do not write results/citations.json")
     args = parser.parse_args()
 
-    from granrag_mcp.engine import Engine
+    from granrag_mcp.engine import Engine, run_index
     from granrag_mcp.retrieval.citations import cite_chunks
     from granrag_mcp.retrieval.rrf import search_rrf
     from granrag_mcp.settings import Settings
 
+    if not (args.out / "formats.json").exists():
+        make_mixed_corpus.make(args.out, args.squad)
+    if not (args.out / "store-mixed").exists():
+        run_index([args.out / "mixed"], Settings(store=args.out / "store-mixed", graph=False))
     documents, questions = squad_corpus.load(args.squad)
     formats = json.loads((args.out / "formats.json").read_text(encoding="utf-8"))
     located = {}
@@ -119,9 +126,10 @@ def main() -> None:
         "citation accuracy": accuracy,
         "citation accuracy, all": round(sum(c["cited right"] for c in tally.values()) / cited, 4) if cited else None,
     }
+    result["load"] = load_average()
     print(json.dumps(result, indent=2))
     if not args.no_save:
-        RESULT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        save_result("citations", result)
 
 
 if __name__ == "__main__":

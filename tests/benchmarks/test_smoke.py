@@ -68,6 +68,7 @@ TINY = {
     # script: its own arguments for a tiny run ({tmp}: a scratch folder, {squad}: two articles, {store}: their index)
     "bench_adaptation.py": ["--squad", "{squad}", "--store", "{store}", "--questions", "4"],
     "bench_candidate_ranker.py": ["--squad", "{squad}", "--store", "{store}", "--questions", "4"],
+    "bench_citations.py": ["{tmp}", "--squad", "{squad}", "--sample", "30", "--no-save"],
     "bench_diversify.py": ["--articles", "2", "--copied", "1", "--questions", "4", "--repeats", "1"],
     "bench_encoder.py": ["--rounds", "1", "--questions", "4", "--sentences", "20", "--no-save"],
     "bench_extract.py": ["--rounds", "1"],
@@ -88,6 +89,8 @@ TINY = {
     + ["--no-save"],
     "bench_tool_list.py": ["--no-save"],
     "bench_watch.py": ["--reads", "50"],
+    "bench_watch_idle.py": ["--idle", "2", "--trials", "1"],
+    "make_mixed_corpus.py": ["{tmp}", "--squad", "{squad}"],
     "experiment_int8.py": [],
     "fit_token_basis.py": ["--out", "{tmp}-basis.npy"],
     "report.py": ["--print"],
@@ -109,7 +112,7 @@ NOT_RUN = {
     "fit_candidate_ranker.py": "fits on features of a full evaluation store",
 }
 """Scripts no smoke test runs, and why (each still has its imports and --help checked)."""
-HELPERS = {"_common.py", "squad_corpus.py"}
+HELPERS = {"_common.py", "squad_corpus.py", "html_selectolax.py"}  # imported by the scripts, not run
 
 
 def test_every_script_is_run_or_says_why_not() -> None:
