@@ -98,7 +98,38 @@ def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:
             page.close()
         except pypdfium2.PdfiumError as error:  # a damaged page: the file is skipped, as a reader would fail too
             raise ExtractionError(path, f"unreadable PDF page {number + 1} ({error})") from error
-        yield normalise_newlines(text).replace("\x00", "").strip(), rules >= _MIN_RULES_FOR_A_TABLE
+        yield reflow(normalise_newlines(text).replace("\x00", "").strip()), rules >= _MIN_RULES_FOR_A_TABLE
+
+
+_PARAGRAPH_END = re.compile(r"[.!?:;\"\u201d\u2019')\]]$")
+FULL_LINE = 0.85
+"""A line this share of the page's longest or more runs to the margin: the paragraph goes on below it."""
+SHORT_LINE = 0.6
+"""A line under this share of the longest that does not end a sentence stands alone: a heading or a list item."""
+
+
+def reflow(page: str) -> str:
+    """A page's lines joined back into its paragraphs: a PDF breaks every line, and a sentence cut at each margin
+    would be split into pieces. A blank line, or a sentence's end short of the margin, ends a paragraph; a short
+    line without one (a heading, a list item, a table cell) keeps its own line; any other line goes on with a space."""
+    lines = [line.strip() for line in page.split("\n")]
+    width = max((len(line) for line in lines), default=0)
+    out: list[str] = []
+    last, blank_before = "", False
+    for line in lines:
+        if not line:
+            blank_before = True
+            continue
+        if last:
+            if blank_before or (_PARAGRAPH_END.search(last) and len(last) < FULL_LINE * width):
+                out.append("\n\n")
+            elif len(last) < SHORT_LINE * width:
+                out.append("\n")
+            else:
+                out.append(" ")
+        out.append(line)
+        last, blank_before = line, False
+    return "".join(out)
 
 
 def _tables(data: bytes, page_numbers: list[int]) -> dict[int, list[str]]:

@@ -38,9 +38,27 @@ def build_pdf(page_lines: list[list[str]], table_on: int | None = None) -> bytes
 def test_each_page_starts_where_its_text_does() -> None:
     data = build_pdf([["First page, line one.", "Line two."], ["Second page."], ["Third page."]])
     extracted = pdf.extract(Path("r.pdf"), data)
-    assert pages(extracted) == ["First page, line one.\nLine two.", "Second page.", "Third page."]
+    assert pages(extracted) == ["First page, line one. Line two.", "Second page.", "Third page."]
     assert extracted.page_starts == (0, 33, 47)
     assert extracted.sections == ()
+
+
+def test_lines_are_joined_into_paragraphs_and_headings_keep_their_lines() -> None:
+    page = "\n".join(
+        [
+            "Methods",
+            "The samples were taken at dawn from the upper",
+            "reaches of the river and kept cold until read.",
+            "A short last line.",
+            "Next paragraph starts here and runs on to the",
+            "margin before it stops.",
+        ]
+    )
+    assert pdf.reflow(page) == (
+        "Methods\nThe samples were taken at dawn from the upper reaches of the river and kept cold until read. "
+        "A short last line.\n\nNext paragraph starts here and runs on to the margin before it stops."
+    )
+    assert pdf.reflow("One.\n\nTwo.") == "One.\n\nTwo."
 
 
 def test_a_blank_page_keeps_its_number_and_adds_no_text() -> None:
