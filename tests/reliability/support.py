@@ -182,7 +182,8 @@ def status_agrees_with_manifest(settings: Settings) -> dict[str, Any]:
 
 
 def text_of(result: CallToolResult) -> str:
-    return " ".join(getattr(block, "text", "") for block in result.content)
+    """The result's text blocks (a search also returns a resource link per hit, which has no text)."""
+    return " ".join(block.text for block in result.content if block.type == "text")
 
 
 class Session:
