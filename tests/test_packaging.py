@@ -36,6 +36,7 @@ UNREACHABLE = re.compile(
     r"No matching distribution found for (torch|setuptools)|Could not find a version that satisfies the "
     r"requirement (torch|setuptools)",
 )
+SERVE = ["serve", "--store"]  # then the store, "--library" and the notes folder, as the README's client lines run it
 STEP_TIMEOUT = 900  # seconds for one pip or build step: the dependencies are large on a cold cache
 SESSION_TIMEOUT = 240
 
@@ -107,7 +108,7 @@ def test_the_wheel_and_the_sdist_carry_every_data_file(built: tuple[Path, Path])
 def test_the_readme_gives_the_install_lines_this_test_runs() -> None:
     for line in (TORCH_INSTALL, PACKAGE_INSTALL):
         assert " ".join(line) in README, f"README lacks `{' '.join(line)}`"
-    assert "claude mcp add granrag -- uvx granrag-mcp serve" in README
+    assert f"claude mcp add granrag -- uvx granrag-mcp {' '.join(SERVE)} ~/granrag-store --library ~/notes" in README
 
 
 def test_the_installed_wheel_indexes_a_folder_and_answers_a_search_over_stdio(
@@ -131,10 +132,11 @@ def test_the_installed_wheel_indexes_a_folder_and_answers_a_search_over_stdio(
     for name, text in FACTS.items():
         (notes / name).write_text(text, encoding="utf-8")
     store = home / "store"
-    run_step([bin_dir / "granrag-mcp", "index", notes, "--store", store], "granrag-mcp index", cwd=home)
-
     params = StdioServerParameters(
-        command=str(bin_dir / "granrag-mcp"), args=["serve", "--store", str(store)], env=clean_env(), cwd=home
+        command=str(bin_dir / "granrag-mcp"),
+        args=[*SERVE, str(store), "--library", str(notes)],
+        env=clean_env(),
+        cwd=home,
     )
 
     async def main() -> dict:
@@ -142,9 +144,12 @@ def test_the_installed_wheel_indexes_a_folder_and_answers_a_search_over_stdio(
             async with Client(stdio_client(params, errlog=errlog)) as client:
                 tools = {tool.name for tool in (await client.list_tools()).tools}
                 assert {"search_narrow", "search_fused"} <= tools
-                result = await client.call_tool("search_narrow", {"query": "Who built the Zephyr Bridge?", "k": 2})
-                assert not result.is_error, result.content
-                return result.structured_content or {}
+                while True:  # the library is indexed in the background at the first start; searches say so meanwhile
+                    result = await client.call_tool("search_narrow", {"query": "Who built the Zephyr Bridge?", "k": 2})
+                    found = result.structured_content or {}
+                    if not result.is_error and found.get("hits"):
+                        return found
+                    await anyio.sleep(1)
 
     found = anyio.run(main)
     top = found["hits"][0]
