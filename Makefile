@@ -57,10 +57,10 @@ $(CONFORMANCE_STAMP):
 install: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP)
 
 run: $(STAMP)
-	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --index-if-empty docs
+	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --library docs
 
 serve-http: $(STAMP)
-	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --index-if-empty docs --transport http
+	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --library docs --transport http
 
 # tests/test_packaging.py builds the sdist and wheel and installs the wheel in a new venv; these targets keep them.
 dist: $(STAMP)
@@ -72,7 +72,7 @@ mcpb: $(MCPB_STAMP)
 # Lint, types, the suite, then the embedding and server paths again with torch, oneDNN and FAISS held to AVX2: the
 # fp32 path a CPU without AVX-512 takes (precision `auto` resolves to fp32 there), exercised on any machine.
 AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 FAISS_OPT_LEVEL=avx2
-test: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP)
+test: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP)
 	$(BIN)/ruff check granrag_mcp tests benchmarks
 	$(BIN)/ruff format --check granrag_mcp tests benchmarks
 	$(BIN)/mypy
