@@ -35,7 +35,9 @@ EXPECTED_ERRORS = {
     "empty query": re.compile(r"the query is empty"),
     "malformed id": re.compile(r"malformed chunk id .*take them from the chunk_id field"),
     "unknown id": re.compile(r"unknown chunk id\(s\) .*search again"),
-    "unknown doc id": re.compile(r"unknown doc_id\(s\) .*list_documents shows"),
+    "unknown doc id": re.compile(r"unknown doc_id(\(s\))? .*list_documents shows"),
+    "no headings": re.compile(r"has no headings .*use get_parent or expand_window"),
+    "outside the headings": re.compile(r"lies .* of .*; use document_outline to see its sections"),
     "broad has no parent": re.compile(r"are broad chunks, the top of the hierarchy, and have no parent"),
     "unknown concept": re.compile(
         r"unknown concept .*(the closest names are|no concept is spelt or means nearly).*call find_concepts"
