@@ -19,6 +19,7 @@ Ray is an optional extra (`pip install 'granrag-mcp[ray]'`); nothing else in the
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import pickle
 from collections.abc import Sequence
@@ -69,7 +70,10 @@ def _prepare_row(row: dict[str, Any], tokenizer_name: str, chunking: Any) -> dic
     """Extract and chunk one document (a Ray task)."""
     from pathlib import Path
 
-    source = SourceFile(Path(row["path"]), row["doc_id"], row["suffix"])
+    # The allowed roots and size cap travel with the row, so a worker opens the file as the local engine does:
+    # checked where it is read, not only where it was found.
+    roots = None if row["roots"] is None else tuple(Path(r) for r in json.loads(row["roots"]))
+    source = SourceFile(Path(row["path"]), row["doc_id"], row["suffix"], roots, int(row["max_bytes"]))
     prepared = prepare_document(source, _tokenizer(tokenizer_name), chunking)
     return {
         "order": row["order"],
@@ -154,7 +158,14 @@ class RayStages:
             f"{'GPU' if 'num_gpus' in reserve else 'CPU'} embedding actor{'s' if actors > 1 else ''}"
         )
         rows = [
-            {"order": order, "path": str(source.path), "doc_id": source.doc_id, "suffix": source.suffix}
+            {
+                "order": order,
+                "path": str(source.path),
+                "doc_id": source.doc_id,
+                "suffix": source.suffix,
+                "roots": None if source.roots is None else json.dumps([str(r) for r in source.roots]),
+                "max_bytes": source.max_bytes,
+            }
             for order, (source, _) in enumerate(changed)
         ]
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))

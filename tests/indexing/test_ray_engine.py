@@ -198,3 +198,29 @@ def test_the_server_and_the_local_engine_never_import_ray():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_a_worker_reads_only_inside_the_allowed_roots(tmp_path) -> None:
+    """The Ray task opens each file as the local engine does: a symlink inside the root that leads outside it, or a
+    file over the size cap, is a failed document, not its text (no Ray needed: the task is called directly)."""
+    import pickle
+
+    from granrag_mcp.indexing.ray_engine import _prepare_row
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("The vault code is 4471.", encoding="utf-8")
+    (root / "note.txt").write_text("The orchard is south of the mill.", encoding="utf-8")
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    settings = Settings(store=tmp_path / "store")
+
+    def prepared(name: str, max_bytes: int = 0):
+        row = {"order": 0, "path": str(root / name), "doc_id": name, "suffix": ".txt"}
+        row |= {"roots": json.dumps([str(root.resolve())]), "max_bytes": max_bytes}
+        return pickle.loads(_prepare_row(row, settings.tokenizer, settings.chunking)["payload"])
+
+    assert "orchard" in prepared("note.txt").extracted.text
+    escaped = prepared("link.txt")
+    assert escaped.extracted is None and "outside the allowed roots" in escaped.failure
+    assert prepared("note.txt", max_bytes=5).extracted is None
