@@ -14,7 +14,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
-from granrag_mcp.indexing.formats.base import ExtractedText, Section, decode_text, normalise_newlines
+from granrag_mcp.indexing.formats.base import ExtractedText, decode_text, normalise_newlines
+from granrag_mcp.indexing.formats.html_layout import (
+    HEADINGS,
+    LINE_ELEMENTS,
+    PARAGRAPH_ELEMENTS,
+    Attributes,
+    TextLayout,
+)
 
 _META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _CHARSET_SNIFF_BYTES = 4096
@@ -38,24 +45,13 @@ def html_encoding(data: bytes) -> str | None:
     return name
 
 
-_HIDDEN_ELEMENTS = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object"}
+HIDDEN_ELEMENTS = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object"}
 _HEAD_ELEMENTS = {"head", "title", "meta", "link", "base", "style", "script", "noscript", "template"}
-_PARAGRAPH_ELEMENTS = {
-    "p", "h1", "h2", "h3", "h4", "h5", "h6",
-    "pre", "blockquote", "table", "dl", "section", "article", "header", "footer", "nav", "aside", "main", "figure",
-    "form", "fieldset", "hr", "address", "details", "hgroup", "menu",
-}  # fmt: skip
-_LINE_ELEMENTS = {
-    "div", "li", "tr", "dt", "dd", "figcaption", "caption", "summary", "legend", "option", "thead", "tbody",
-    "tfoot", "body", "html", "center", "textarea",
-}  # fmt: skip
-_CELL_ELEMENTS = {"td", "th"}
-_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _VOID_ELEMENTS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-_BLOCK_CONTAINERS = _PARAGRAPH_ELEMENTS | _LINE_ELEMENTS | {"ul", "ol", "dl", "li", "dd", "dt", "select"}
+_BLOCK_CONTAINERS = PARAGRAPH_ELEMENTS | LINE_ELEMENTS | {"ul", "ol", "dl", "li", "dd", "dt", "select"}
 # Start tags that end an open element whose end tag may be left out, and what stops them from reaching it.
 _IMPLIED_END = {
-    "p": _PARAGRAPH_ELEMENTS | {"div", "ul", "ol", "dl", "li", "dd", "dt", "center", "summary", "figcaption"},
+    "p": PARAGRAPH_ELEMENTS | {"div", "ul", "ol", "dl", "li", "dd", "dt", "center", "summary", "figcaption"},
     "li": {"li"},
     "dt": {"dt", "dd"},
     "dd": {"dt", "dd"},
@@ -74,11 +70,9 @@ _IMPLIED_END_SCOPE = {
     "td": {"table"},
     "th": {"table"},
 }
-_COLLAPSIBLE_SPACE = re.compile(r"[ \t\n\f\xa0]+")
-_CELL_SEPARATOR = " | "
 
 
-def _hides(attrs: list[tuple[str, str | None]]) -> bool:
+def hides(attrs: Attributes) -> bool:
     """Whether an element's own attributes keep it off the screen: `hidden`, or an inline style with
     display:none or visibility:hidden. Such text is not what a reader sees, and is a place to plant instructions.
 
@@ -135,41 +129,22 @@ class _HiddenElement:
 
 
 class _VisibleTextExtractor(HTMLParser):
-    """Visible text: one block (paragraph, heading, list item, table row) per line.
-
-    A paragraph-like element is set off by a blank line; a line-like one (div, li, tr,
-    br) by a single line break. List items get a "- " or "1. " marker so that a sentence
-    splitter sees them as separate items.
-    """
+    """Decides, tag by tag, what a reader sees (not the head, scripts, styles or hidden elements) and feeds it to a
+    `TextLayout`; the title is kept apart."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self._parts: list[str] = []
+        self.layout = TextLayout()
         self._title: list[str] = []
-        self._pending_newlines = 0
-        self._pending_space = False
-        self._after_space = True  # at the start of a line or after a space
-        self._pending_marker = ""
         self._hidden_depth = 0
-        self._pre_depth = 0
         self._pre_just_opened = False
         self._in_head = False
         self._in_title = False
         self._title_done = False
-        self._list_counters: list[int | None] = []  # None for <ul>, next number for <ol>
-        self._row_has_cell = False
         self._hidden_element: _HiddenElement | None = None
-        self._length = 0
-        self._sections: list[Section] = []
-        self._heading: tuple[int, int, int] | None = None  # level, offset of its first character (-1 before), part
 
-    def result(self, with_title: bool = True) -> ExtractedText:
-        raw = "".join(self._parts)
-        body = raw.strip("\n")
-        title = " ".join("".join(self._title).split()) if with_title else ""
-        shift = (len(title) + 2 if title and body else 0) - (len(raw) - len(raw.lstrip("\n")))
-        sections = tuple(Section(s.start + shift, s.level, s.title) for s in self._sections) if body else ()
-        return ExtractedText(f"{title}\n\n{body}" if title and body else title or body, False, sections=sections)
+    def title(self) -> str:
+        return " ".join("".join(self._title).split())
 
     # -- tags --
 
@@ -180,7 +155,7 @@ class _VisibleTextExtractor(HTMLParser):
             if not self._hidden_element.ended_by_start(tag):
                 return
             self._hidden_element = None
-        if _hides(attrs) and not self._hidden_depth and tag not in _HEAD_ELEMENTS:
+        if hides(attrs) and not self._hidden_depth and tag not in _HEAD_ELEMENTS:
             if tag not in _VOID_ELEMENTS:
                 self._hidden_element = _HiddenElement(tag)
             return
@@ -188,37 +163,13 @@ class _VisibleTextExtractor(HTMLParser):
             self._in_head = True
         elif tag == "title" and not self._title_done and not self._hidden_depth:
             self._in_title = True
-        elif tag in _HIDDEN_ELEMENTS:
+        elif tag in HIDDEN_ELEMENTS:
             if tag not in _VOID_ELEMENTS:
                 self._hidden_depth += 1
-        elif self._hidden_depth or self._in_head:
-            return
-        elif tag == "br":
-            self._pending_newlines = min(2, self._pending_newlines + 1)
-            self._pending_space = False
-        elif tag in ("ul", "ol"):
-            self._list_counters.append(None if tag == "ul" else _ordered_list_start(attrs))
-            self._request_break(2 if len(self._list_counters) == 1 else 1)
-        elif tag == "li":
-            self._request_break(1)
-            self._start_list_item()
-        elif tag in _CELL_ELEMENTS:
-            if self._row_has_cell and not self._after_space and not self._pending_newlines:
-                self._pending_space = False
-                self._emit(_CELL_SEPARATOR, collapse=False)
-            self._row_has_cell = True
-        elif tag == "pre":
-            self._request_paragraph_break()
-            self._pre_depth += 1
-            self._pre_just_opened = True
-        elif tag in _PARAGRAPH_ELEMENTS:
-            self._request_paragraph_break()
-        elif tag in _LINE_ELEMENTS:
-            self._request_break(1)
-        if tag == "tr":
-            self._row_has_cell = False
-        if tag in _HEADINGS and self._heading is None and not self._hidden_depth and not self._in_head:
-            self._heading = (_HEADINGS[tag], -1, 0)
+        elif not (self._hidden_depth or self._in_head):
+            if tag == "pre":
+                self._pre_just_opened = True
+            self.layout.start(tag, attrs)
 
     def handle_endtag(self, tag: str) -> None:
         if self._hidden_element is not None:
@@ -227,28 +178,17 @@ class _VisibleTextExtractor(HTMLParser):
                 self._hidden_element = None
             if not enclosing:
                 return
-        if tag in _HEADINGS and self._heading is not None:
-            self._end_heading()
+        if tag in HEADINGS:
+            self.layout.end_heading()
         if tag == "head":
             self._in_head = False
         elif tag == "title" and self._in_title:
             self._in_title = False
             self._title_done = True
-        elif tag in _HIDDEN_ELEMENTS:
+        elif tag in HIDDEN_ELEMENTS:
             self._hidden_depth = max(0, self._hidden_depth - 1)
-        elif self._hidden_depth or self._in_head:
-            return
-        elif tag in ("ul", "ol"):
-            if self._list_counters:
-                self._list_counters.pop()
-            self._request_break(2 if not self._list_counters else 1)
-        elif tag == "pre":
-            self._pre_depth = max(0, self._pre_depth - 1)
-            self._request_paragraph_break()
-        elif tag in _PARAGRAPH_ELEMENTS:
-            self._request_paragraph_break()
-        elif tag in _LINE_ELEMENTS:
-            self._request_break(1)
+        elif not (self._hidden_depth or self._in_head):
+            self.layout.end(tag)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -264,84 +204,11 @@ class _VisibleTextExtractor(HTMLParser):
             self._title.append(data)
         elif self._hidden_depth or self._in_head or self._hidden_element is not None:
             return
-        elif self._pre_depth:
-            if self._pre_just_opened and data.startswith("\n"):
+        else:
+            if self._pre_just_opened and self.layout.in_pre and data.startswith("\n"):
                 data = data[1:]  # HTML ignores a line break right after <pre>
             self._pre_just_opened = False
-            self._emit(data, collapse=False)
-        else:
-            self._emit(data, collapse=True)
-
-    def _end_heading(self) -> None:
-        if self._heading is None:
-            return
-        level, start, first_part = self._heading
-        self._heading = None
-        title = "".join(self._parts[first_part:]).split("\n", 1)[0].strip() if start >= 0 else ""
-        if title:
-            self._sections.append(Section(start, level, title))
-
-    def _append(self, text: str) -> None:
-        self._parts.append(text)
-        self._length += len(text)
-
-    def _start_list_item(self) -> None:
-        if not self._list_counters:
-            return
-        number = self._list_counters[-1]
-        if number is None:
-            self._pending_marker = "- "
-        else:
-            self._pending_marker = f"{number}. "
-            self._list_counters[-1] = number + 1
-
-    def _request_break(self, newlines: int) -> None:
-        self._pending_newlines = max(self._pending_newlines, newlines)
-        self._pending_space = False
-
-    def _request_paragraph_break(self) -> None:
-        # Inside a list a paragraph is part of an item: keep items one per line.
-        self._request_break(1 if self._list_counters else 2)
-
-    def _emit(self, data: str, *, collapse: bool) -> None:
-        trailing_space = False
-        if collapse:
-            data = _COLLAPSIBLE_SPACE.sub(" ", data)
-            if data.startswith(" "):
-                self._pending_space = True
-            trailing_space = data.endswith(" ")
-            data = data.strip(" ")
-        if not data:
-            return
-        self._flush_pending_breaks()
-        if self._pending_space and not self._after_space:
-            self._append(" ")
-        if self._heading is not None and self._heading[1] < 0:
-            self._heading = (self._heading[0], self._length, len(self._parts))
-        self._append(data)
-        self._after_space = data[-1].isspace()
-        self._pending_space = trailing_space
-
-    def _flush_pending_breaks(self) -> None:
-        # The list marker waits for the item's first text, so "<li><p>text" keeps them together.
-        if self._pending_newlines and self._parts:
-            last = self._parts[-1]
-            already_there = len(last) - len(last.rstrip("\n"))  # <pre> text may end with a line break
-            if self._pending_newlines > already_there:
-                self._append("\n" * (self._pending_newlines - already_there))
-            self._after_space = True
-        self._pending_newlines = 0
-        if self._pending_marker:
-            self._append(self._pending_marker)
-            self._pending_marker = ""
-            self._after_space = True
-
-
-def _ordered_list_start(attrs: list[tuple[str, str | None]]) -> int:
-    for name, value in attrs:
-        if name == "start" and value and value.strip().lstrip("-").isdigit():
-            return int(value)
-    return 1
+            self.layout.text(data)
 
 
 def markup_text(markup: str, *, with_title: bool = True) -> ExtractedText:
@@ -350,7 +217,7 @@ def markup_text(markup: str, *, with_title: bool = True) -> ExtractedText:
     extractor = _VisibleTextExtractor()
     extractor.feed(markup)
     extractor.close()
-    return extractor.result(with_title)
+    return extractor.layout.result(extractor.title() if with_title else "")
 
 
 def extract(path: Path, data: bytes) -> ExtractedText:
