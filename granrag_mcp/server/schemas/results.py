@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
@@ -120,9 +120,13 @@ class Hit(_Model):
             evidence=list(evidence) if evidence else None,
             cluster=None if cluster is None else list(cluster),
             folded=list(folded) if folded else None,
-            pages=list(citation.pages) if citation.pages else None,
-            section=list(citation.section),
+            **citation_fields(citation),
         )
+
+
+def citation_fields(citation: Citation) -> dict[str, Any]:
+    """A citation as the `pages` and `section` fields every hit and window carries."""
+    return {"pages": list(citation.pages) if citation.pages else None, "section": list(citation.section)}
 
 
 class Budgeted(_Model):

@@ -21,6 +21,7 @@ from granrag_mcp.server.schemas.results import (
     ParentsResult,
     SearchResult,
     WindowResult,
+    citation_fields,
 )
 from granrag_mcp.server.schemas.structure import SectionResult
 from granrag_mcp.server.state import holder_of
@@ -60,8 +61,7 @@ def register(server: MCPServer, budget: int) -> None:
             end=end,
             text=piece.text,
             truncated=piece.truncated,
-            pages=list(citation.pages) if citation.pages else None,
-            section=list(citation.section),
+            **citation_fields(citation),
             members=[Hit.of(m, text="", citation=cited[m.id]) for m in members],
         )
 
