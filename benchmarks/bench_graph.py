@@ -33,6 +33,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results"
+# label: (tool, arguments) from a pair of concept names. The query words are unlike those of the in-process part, so
+# that each is embedded in the call (the embedder caches queries).
+TOOL_CALLS: dict[str, Callable[[str, str], tuple[str, dict[str, Any]]]] = {
+    "find_concepts": lambda a, b: ("find_concepts", {"query": f"the {a}"}),
+    "concept_neighbourhood": lambda a, b: ("concept_neighbourhood", {"concept": a, "depth": 2}),
+    "concept_paths": lambda a, b: ("concept_paths", {"source": a, "target": b, "max_hops": 4}),
+    "graph_search communities": lambda a, b: ("graph_search", {"query": f"What are the main themes of {a}?"}),
+    "graph_search passages": lambda a, b: (
+        "graph_search",
+        {"query": f"How does {a} relate to {b}?", "mode": "passages", "k": 10},
+    ),
+}
 
 
 def cmd_eval(args: argparse.Namespace) -> dict:
@@ -74,23 +86,12 @@ def _tool_latency(store: Path, names: list[tuple[str, str]]) -> dict[str, dict[s
 
     settings = Settings(store=store, log_level="WARNING")
     server = build_server(settings, engine_factory=lambda s: Engine(s, load_reranker_now=False))
-    # Queries unlike those of the in-process part, so that each is embedded here (the embedder caches queries).
-    calls = {
-        "find_concepts": lambda a, b: ("find_concepts", {"query": f"the {a}"}),
-        "concept_neighbourhood": lambda a, b: ("concept_neighbourhood", {"concept": a, "depth": 2}),
-        "concept_paths": lambda a, b: ("concept_paths", {"source": a, "target": b, "max_hops": 4}),
-        "graph_search communities": lambda a, b: ("graph_search", {"query": f"What are the main themes of {a}?"}),
-        "graph_search passages": lambda a, b: (
-            "graph_search",
-            {"query": f"How does {a} relate to {b}?", "mode": "passages", "k": 10},
-        ),
-    }
     out: dict[str, dict[str, float]] = {}
 
     async def main() -> None:
         async with Client(server) as client:
             await client.call_tool("find_concepts", {"query": "warm up"})
-            for label, make in calls.items():
+            for label, make in TOOL_CALLS.items():
                 seconds = []
                 for a, b in names:
                     name, arguments = make(a, b)

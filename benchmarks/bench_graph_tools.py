@@ -26,21 +26,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
+import bench_graph  # noqa: E402
 import bench_stdio_ab  # noqa: E402
 import bench_tools  # noqa: E402
 import squad_corpus  # noqa: E402
 
-# label: (tool, arguments) from a pair of concept names; the query words differ from tool to tool
-CALLS: dict[str, Callable[[str, str], tuple[str, dict[str, Any]]]] = {
-    "find_concepts": lambda a, b: ("find_concepts", {"query": f"the {a}"}),
-    "concept_neighbourhood": lambda a, b: ("concept_neighbourhood", {"concept": a, "depth": 2}),
-    "concept_paths": lambda a, b: ("concept_paths", {"source": a, "target": b, "max_hops": 4}),
-    "graph_search communities": lambda a, b: ("graph_search", {"query": f"What are the main themes of {a}?"}),
-    "graph_search passages": lambda a, b: (
-        "graph_search",
-        {"query": f"How does {a} relate to {b}?", "mode": "passages", "k": 10},
-    ),
-}
+CALLS = bench_graph.TOOL_CALLS
 
 
 def name_pairs(store: Path, count: int) -> list[tuple[str, str]]:
