@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.transport.test_http import Running, start, stop
-from tests.server.transport.test_stdio import build_real_store
+from tests.server.transport.test_http import Running, real_store_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / ".tools" / "conformance" / "node_modules"
@@ -52,13 +51,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    root = tmp_path_factory.mktemp("conformance")
-    settings, _ = build_real_store(root)
-    running = start(settings, root / "server")
-    try:
+    with real_store_server(tmp_path_factory.mktemp("conformance")) as running:
         yield running
-    finally:
-        stop(running.process)
 
 
 def checks(server: Running, version: str, scenario: str, out: Path) -> list[dict]:

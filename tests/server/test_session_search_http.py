@@ -9,21 +9,15 @@ from typing import Any
 import pytest
 from mcp.client import Client
 
-from tests.server.transport.test_http import Running, run, start, stop
-from tests.server.transport.test_stdio import build_real_store
+from tests.server.transport.test_http import Running, real_store_server, run
 
 QUESTION = "Who built the Zephyr Bridge?"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    root = tmp_path_factory.mktemp("session-http")
-    settings, _ = build_real_store(root)
-    running = start(settings, root / "server")
-    try:
+    with real_store_server(tmp_path_factory.mktemp("session-http")) as running:
         yield running
-    finally:
-        stop(running.process)
 
 
 async def search(client: Client, **arguments: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,17 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=15)
+
+
+@contextmanager
+def real_store_server(root: Path) -> Iterator[Running]:
+    """An HTTP server over a store of the real corpus built under `root`, stopped on leaving."""
+    settings, _ = build_real_store(root)
+    running = start(settings, root / "server")
+    try:
+        yield running
+    finally:
+        stop(running.process)
 
 
 @pytest.fixture(scope="module")
