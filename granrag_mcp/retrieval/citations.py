@@ -51,6 +51,10 @@ def cite_chunks(view: View, chunks: Sequence[Chunk]) -> dict[int, Citation]:
     return {c.id: cite(outlines[c.doc_id], c.start, c.text) for c in chunks}
 
 
-def cite_span(view: View, doc_id: str, start: int, text: str) -> Citation:
-    """The citation of a span of one document (a window), from its text and where it starts."""
-    return cite(view.catalog.outlines([doc_id])[doc_id], start, text)
+def cite_window(
+    view: View, doc_id: str, start: int, text: str, members: Sequence[Chunk]
+) -> tuple[Citation, dict[int, Citation]]:
+    """The citation of a window (a span of one document: its text and where it starts) and of each of its member
+    chunks, from one read of the document's outline."""
+    outline = view.catalog.outlines([doc_id])[doc_id]
+    return cite(outline, start, text), {c.id: cite(outline, c.start, c.text) for c in members}

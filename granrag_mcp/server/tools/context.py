@@ -9,7 +9,7 @@ from pydantic import Field
 
 from granrag_mcp.packing import cut, pack
 from granrag_mcp.records import format_chunk_id
-from granrag_mcp.retrieval.citations import cite_chunks, cite_span
+from granrag_mcp.retrieval.citations import cite_chunks, cite_window
 from granrag_mcp.retrieval.parents import find_parents
 from granrag_mcp.retrieval.sections import SECTION_CHUNKS, enclosing_section
 from granrag_mcp.retrieval.view import ScoredChunk
@@ -49,8 +49,7 @@ def register(server: MCPServer, budget: int) -> None:
         piece = cut(window.text, max_tokens, tokens)
         end = window.start + len(piece.text)
         members = [m for m in window.members if m.start < end or m.id == window.center.id]
-        cited = cite_chunks(view, members)
-        citation = cite_span(view, window.doc_id, window.start, piece.text)
+        citation, cited = cite_window(view, window.doc_id, window.start, piece.text, members)
         return WindowResult(
             generation=view.snapshot.generation,
             tokens_used=piece.tokens,
