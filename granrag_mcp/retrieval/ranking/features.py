@@ -41,7 +41,21 @@ INSIDE_FEATURES = (
 )
 """What a candidate holds: the reranker's score, its sentences' cosines, coverage, BM25 and word pairs. A `_gap`
 feature is the candidate's value minus the best value among the candidates of the same query."""
-ALL_FEATURES = LIST_FEATURES + INSIDE_FEATURES
+RANKED_FEATURES = (
+    "rerank_score",
+    "dense_best",
+    "dense_top3",
+    "cover_1",
+    "cover_2",
+    "cover_3",
+    "cover_all",
+    "bm25_best",
+    "bigram_best",
+)
+RANK_FEATURES = tuple(f"rank_{name}" for name in RANKED_FEATURES)
+"""Each RANKED_FEATURES value as 1 / (1 + its rank among the same query's candidates): the order a signal gives
+carries from one corpus to another where its raw scale (cosines, BM25) does not."""
+ALL_FEATURES = LIST_FEATURES + INSIDE_FEATURES + RANK_FEATURES
 TOKEN_FEATURES = ("maxsim_best", "maxsim_top3", "maxsim_gap")
 """Late interaction, where the store holds token vectors: each sentence's MaxSim (the mean over the question's
 tokens of the best cosine against the sentence's tokens), of the best sentence and the mean of the best three."""
@@ -248,6 +262,18 @@ def inside_features(
         ("bm25_gap", "bm25_best"),
     ):
         out[name] = out[of] - (out[of].max() if n else 0.0)
+    return out
+
+
+def rank_features(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The RANK_FEATURES of one query's candidates from their RANKED_FEATURES (equal values: the earlier ranks
+    first, as `order_by`)."""
+    out: dict[str, np.ndarray] = {}
+    for name in RANKED_FEATURES:
+        values = np.asarray(table[name], dtype=np.float64)
+        ranks = np.empty(len(values), dtype=np.float64)
+        ranks[order_by(values)] = np.arange(len(values), dtype=np.float64)
+        out[f"rank_{name}"] = 1.0 / (1.0 + ranks)
     return out
 
 

@@ -16,6 +16,7 @@ from granrag_mcp.retrieval.ranking.features import (
     list_features,
     order_by,
     query_terms,
+    rank_features,
     token_features,
 )
 from granrag_mcp.retrieval.ranking.model import CandidateRanker
@@ -64,6 +65,7 @@ def hrr_table(
     known = {hit.chunk.id: hit.sources["rerank"].score for hit in candidates if "rerank" in hit.sources}
     scores = reranker_scores(view, query, vector, chunks, sentences, known)
     table = {**list_features(candidates), **inside_features(query_terms(view, query), vector, sentences, scores)}
+    table.update(rank_features(table))
     if tokens:
         table.update(token_features(view, query, sentences))
     return table

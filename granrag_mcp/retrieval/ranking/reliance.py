@@ -9,6 +9,7 @@ from granrag_mcp.retrieval.ranking.model import LinearModel
 
 DENSE_FEATURES = frozenset(
     {"rerank_score", "rerank_gap", "dense_best", "dense_top3", "dense_gap", "rr_rerank", "rr_sentence_dense"}
+    | {"rank_rerank_score", "rank_dense_best", "rank_dense_top3"}
     | {"maxsim_best", "maxsim_top3", "maxsim_gap"}
 )
 """The candidate ranker's features that come from the embedding model; the others count words."""

@@ -10,10 +10,13 @@ from granrag_mcp.retrieval.ranking.features import (
     ALL_FEATURES,
     INSIDE_FEATURES,
     TOKEN_FEATURES,
+    RANK_FEATURES,
+    RANKED_FEATURES,
     QueryTerms,
     Sentences,
     inside_features,
     order_by,
+    rank_features,
     stem,
 )
 from granrag_mcp.retrieval.ranking.model import LinearModel, read_ranker, shipped_ranker
@@ -109,6 +112,28 @@ def test_coverage_counts_query_words_in_one_to_three_consecutive_sentences():
     assert out["cover_gap"].tolist() == [0.0, 0.0, -1.0]
     assert out["rerank_gap"].tolist() == pytest.approx([0.0, -0.1, -0.2])
     assert out["dense_best"].tolist() == [1.0, 0.0, 0.0] and out["sentences"].tolist() == [2, 3, 1]
+
+
+def test_rank_features_give_each_signal_its_order_among_the_query_s_candidates():
+    table = {name: np.array([0.1, 0.7, 0.7, -2.0]) for name in RANKED_FEATURES}
+    table["bm25_best"] = np.array([3.0, 0.0, 9.0, 1.0])
+    out = rank_features(table)
+    assert set(out) == set(RANK_FEATURES)
+    assert out["rank_dense_best"].tolist() == [1 / 3, 1.0, 0.5, 0.25]  # equal values: the earlier candidate first
+    assert out["rank_bm25_best"].tolist() == [0.5, 0.25, 1.0, 1 / 3]
+    # A monotone change of scale, as between corpora, leaves them as they are.
+    scaled = rank_features({**table, "bm25_best": 10.0 * table["bm25_best"] - 4.0})
+    assert scaled["rank_bm25_best"].tolist() == out["rank_bm25_best"].tolist()
+
+
+def test_the_shipped_ranker_reads_rank_features_from_hrr_s_table(views):
+    plain, ranked = views
+    assert set(RANK_FEATURES) <= set(shipped_ranker().hrr.features)
+    query = "knead the dough overnight"
+    hits = hrr_candidates(plain, query)[1][:5]
+    table = hrr_table(plain, query, plain.query_vector(query), hits)
+    best = int(np.argmax(table["cover_all"]))
+    assert table["rank_cover_all"][best] == 1.0 and sorted(table["rank_cover_all"])[0] == 1 / len(hits)
 
 
 def test_word_pairs_count_when_adjacent():
