@@ -9,9 +9,9 @@ from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
 from granrag_mcp.retrieval.ranking.features import (
     ALL_FEATURES,
     INSIDE_FEATURES,
-    TOKEN_FEATURES,
     RANK_FEATURES,
     RANKED_FEATURES,
+    TOKEN_FEATURES,
     QueryTerms,
     Sentences,
     inside_features,
