@@ -7,12 +7,14 @@ candidate ranker across articles.
 The store must already hold the SQuAD corpus (`granrag-mcp eval --squad FILE --store DIR` builds it). A store
 built with token vectors (GRANRAG_TOKEN_VECTORS=1) adds the MaxSim features; the figures then also show the
 models without them, on the same questions. `--gbm` adds a gradient-boosted ranker (scikit-learn's
-HistGradientBoostingClassifier) to the same cross-validation.
+HistGradientBoostingClassifier) to the same cross-validation. `--fixed-reliance` marks the written ranker as one
+whose embedding coefficients a store does not rescale (`CandidateRanker.adapts_reliance`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -33,6 +35,11 @@ def main() -> int:
     parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation of the logistic regression")
     parser.add_argument("--out", type=Path, help="write the cross-validation figures (JSON) here")
     parser.add_argument("--gbm", action="store_true", help="also cross-validate a gradient-boosted ranker")
+    parser.add_argument(
+        "--fixed-reliance",
+        action="store_true",
+        help="the written ranker keeps its embedding coefficients on every store (no adapted reliance factor)",
+    )
     args = parser.parse_args()
 
     from granrag_mcp.evaluation.fit_ranker import Dataset, collect, cross_validate, fit_ranker
@@ -86,6 +93,8 @@ def main() -> int:
             f"{len(set(data.groups.tolist()))} articles)",
             c=args.c,
         )
+        if args.fixed_reliance:
+            ranker = dataclasses.replace(ranker, adapts_reliance=False)
         ranker.write(args.write)
     return 0
 

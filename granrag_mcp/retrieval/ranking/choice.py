@@ -49,7 +49,8 @@ class RankerChoice:
         self, snapshot: Snapshot, adaptation: Adaptation | None = None, use_adaptation: bool = True
     ) -> CandidateRanker | None:
         """The ranker the setting names, with the embedding reliance the generation adapted to (or `adaptation`;
-        none without `use_adaptation`). A fixed ranker file is used as it is."""
+        none without `use_adaptation`, nor for a ranker that does not adapt its reliance). A fixed ranker file is
+        used as it is."""
         if self.spec == "off":
             return None
         if self._fixed is not None:
@@ -57,7 +58,7 @@ class RankerChoice:
         ranker = self._chosen(snapshot)
         adaptation = adaptation or (self.adaptation(snapshot) if use_adaptation else None)
         scale = adaptation.ranker_dense_scale if adaptation is not None else 1.0
-        if scale == 1.0:
+        if scale == 1.0 or not ranker.adapts_reliance:
             return ranker
         key = (snapshot.folder, scale)
         if key not in self._scaled:

@@ -71,6 +71,9 @@ class CandidateRanker:
     chunks: LinearModel
     fitted_on: str = ""
     cross_validation: Mapping[str, Any] = field(default_factory=dict)
+    adapts_reliance: bool = True
+    """Whether a store's adapted factor on the embedding coefficients (reliance.py) applies to this ranker: not for
+    one whose figures on labelled questions were best at factor 1 on every corpus it was checked on."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +82,7 @@ class CandidateRanker:
             "name": self.name,
             "fitted_on": self.fitted_on,
             "cross_validation": dict(self.cross_validation),
+            "adapts_reliance": self.adapts_reliance,
             "models": {"hrr": self.hrr.to_json(), "chunks": self.chunks.to_json()},
         }
 
@@ -93,6 +97,7 @@ class CandidateRanker:
             LinearModel.from_json(models["chunks"]),
             str(data.get("fitted_on", "")),
             dict(data.get("cross_validation", {})),
+            bool(data.get("adapts_reliance", True)),
         )
 
     def write(self, path: Path) -> None:

@@ -55,3 +55,24 @@ def test_auto_and_shipped_pick_the_maxsim_ranker_for_a_store_with_token_vectors(
     assert RankerChoice("auto").for_snapshot(snapshot) is shipped_ranker(tokens=True)
     assert RankerChoice("shipped").for_snapshot(snapshot) is shipped_ranker(tokens=True)
     assert RankerChoice("off").for_snapshot(snapshot) is None
+
+
+def test_an_adapted_reliance_factor_scales_only_a_ranker_that_adapts_its_reliance(tmp_path):
+    from granrag_mcp.store.adaptation import Adaptation
+
+    index(write_corpus(tmp_path / "docs"), tmp_path / "store")
+    snapshot = Snapshot.open(tmp_path / "store")
+    halved = Adaptation({}, ranker_dense_scale=0.5)
+    choice = RankerChoice("auto")
+    assert not shipped_ranker().adapts_reliance  # its best factor on labelled questions was 1 on both domains
+    assert choice.for_snapshot(snapshot, adaptation=halved) is shipped_ranker()
+    adapting = dataclasses.replace(shipped_ranker(), name="adapting", adapts_reliance=True)
+    write_store_ranker(tmp_path / "store", adapting)
+    later = Snapshot.open(tmp_path / "store")
+    scaled = choice.for_snapshot(later, adaptation=halved)
+    assert scaled.name == "adapting*dense0.5"
+    at = scaled.hrr.features.index("dense_gap")
+    assert scaled.hrr.coef[at] == 0.5 * adapting.hrr.coef[at]
+    assert read_ranker(later.folder / STORE_RANKER_FILE).adapts_reliance
+    for opened in (snapshot, later):
+        opened.close()
