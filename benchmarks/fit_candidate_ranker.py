@@ -31,7 +31,7 @@ def main() -> int:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--cache", type=Path, required=True, help="features file (.npz), made if missing")
     parser.add_argument("--write", type=Path, help="write the ranker fitted on every question here")
-    parser.add_argument("--name", default="linear-squad-a-v1")
+    parser.add_argument("--name", default="linear-squad-a-v2")
     parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation of the logistic regression")
     parser.add_argument("--out", type=Path, help="write the cross-validation figures (JSON) here")
     parser.add_argument("--gbm", action="store_true", help="also cross-validate a gradient-boosted ranker")
