@@ -272,7 +272,7 @@ def rank_features(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     for name in RANKED_FEATURES:
         values = np.asarray(table[name], dtype=np.float64)
         ranks = np.empty(len(values), dtype=np.float64)
-        ranks[order_by(values)] = np.arange(len(values), dtype=np.float64)
+        ranks[np.argsort(-values, kind="stable")] = np.arange(len(values), dtype=np.float64)
         out[f"rank_{name}"] = 1.0 / (1.0 + ranks)
     return out
 
