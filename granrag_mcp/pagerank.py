@@ -52,7 +52,7 @@ class PersonalizedSystem:
     entry in S): the fixed point of `pagerank` with its rank spread by the restart, up to the normalisation. In
     single precision: each step reads half the bytes, and the ranks' order does not need more. The system's rows
     are in reverse Cuthill-McKee order (`order[i]`: the concept of row i), which keeps each row's entries near the
-    diagonal, so a matrix product reads the vector from cache: a quarter less time a step, the same answer."""
+    diagonal, so a matrix product reads the vector from cache; the answer is the same."""
 
     matrix: Any  # scipy sparse, I - alpha S, rows and columns in `order`
     inverse_root_degree: np.ndarray  # in `order`
