@@ -55,13 +55,43 @@ def cmd_eval(args: argparse.Namespace) -> dict:
     return json.loads(out.read_text())
 
 
-def _module_at(ref: str, relative: str = "granrag_mcp/retrieval/graph.py") -> types.ModuleType:
-    """The graph techniques as they were at git `ref`, loaded beside the current ones for an A/B in one run."""
-    source = subprocess.run(["git", "show", f"{ref}:{relative}"], cwd=ROOT, capture_output=True, text=True, check=True)
-    module = types.ModuleType(f"graph_at_{ref}")
-    sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source.stdout, f"{ref}:{relative}", "exec"), module.__dict__)  # noqa: S102 -- the project's own code
+# The modules under the graph techniques whose query-time work a baseline brings along (those it lacks: the current ones).
+_UNDER_TECHNIQUES = {
+    "granrag_mcp.pagerank": "granrag_mcp/pagerank.py",
+    "granrag_mcp.retrieval.graph_vectors": "granrag_mcp/retrieval/graph_vectors.py",
+}
+
+
+def _source_at(ref: str, relative: str) -> str | None:
+    shown = subprocess.run(["git", "show", f"{ref}:{relative}"], cwd=ROOT, capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def _exec_module(name: str, source: str, label: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(source, label, "exec"), module.__dict__)  # noqa: S102 -- the project's own code
     return module
+
+
+def _module_at(ref: str, relative: str = "granrag_mcp/retrieval/graph.py") -> types.ModuleType:
+    """The graph techniques as they were at git `ref`, with that commit's PageRank and vector searches, loaded
+    beside the current ones for an A/B in one process: its imports of those modules see the ref's copies while
+    it loads, and the current ones are put back after."""
+    current = {name: sys.modules.get(name) for name in _UNDER_TECHNIQUES}
+    try:
+        for name, path in _UNDER_TECHNIQUES.items():
+            source = _source_at(ref, path)
+            if source is not None:
+                sys.modules[name] = _exec_module(f"{name}_at_{ref}", source, f"{ref}:{path}")
+        source = _source_at(ref, relative)
+        if source is None:
+            raise SystemExit(f"{ref} has no {relative}")
+        return _exec_module(f"graph_at_{ref}", source, f"{ref}:{relative}")
+    finally:
+        for name, module in current.items():
+            if module is not None:
+                sys.modules[name] = module
 
 
 def _technique_calls(techniques: types.ModuleType) -> dict[str, Callable[..., object]]:

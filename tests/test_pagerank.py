@@ -49,3 +49,21 @@ def test_few_steps_already_rank_as_the_exact_answer() -> None:
     found = solve_personalized(system, restart, steps=10)
     assert np.abs(found - exact).sum() < 0.85**20  # closer than 20 power iterations are bound to be
     assert list(np.argsort(-found)[:20]) == list(np.argsort(-exact)[:20])
+
+
+def test_the_system_is_ordered_near_its_diagonal_and_answers_in_concept_order() -> None:
+    # a path 0-1-...-199 with its concepts numbered at random: their own order puts neighbours far apart
+    n = 200
+    label = np.random.default_rng(1).permutation(n)
+    a, b = label[:-1], label[1:]
+    arcs = (np.concatenate([a, b]), np.concatenate([b, a]), np.ones(2 * (n - 1)))
+    system = personalized_system(n, *arcs, ALPHA)
+    rows, cols = system.matrix.nonzero()
+    assert np.abs(rows - cols).max() == 1  # a path reordered is tridiagonal
+    assert sorted(system.order.tolist()) == list(range(n)) and (system.order[system.position] == np.arange(n)).all()
+    restart = np.zeros(n)
+    restart[label[0]] = 1.0
+    found = solve_personalized(system, restart, steps=200)
+    exact = pagerank(transition_matrix(n, *arcs), restart, ALPHA, 500, 1e-15)
+    assert np.allclose(found, exact, rtol=1e-4, atol=1e-7)
+    assert (np.diff(found[label][2:30]) < 0).all()  # past the seed's neighbour, rank falls along the path

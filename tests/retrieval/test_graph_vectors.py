@@ -1,12 +1,12 @@
-"""The graph's vector searches give a flat index's answer: the refined 8-bit index its rows and scores, the
-all-rows product its scores."""
+"""The graph's vector searches give a flat index's answer: the refined index of coarse codes its rows and scores,
+the all-rows product its scores."""
 
 from __future__ import annotations
 
 import faiss
 import numpy as np
 
-from granrag_mcp.retrieval.graph_vectors import inner_products, nearest, refined_index
+from granrag_mcp.retrieval.graph_vectors import FLAT_BELOW, inner_products, nearest, refined_index
 
 
 def _unit(rows: int, dimension: int, seed: int) -> np.ndarray:
@@ -14,11 +14,22 @@ def _unit(rows: int, dimension: int, seed: int) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
+def _embedding_like(rows: int, dimension: int, seed: int) -> np.ndarray:
+    """Unit vectors whose variance lies mostly in a few directions, as text embeddings' does."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((rows, 12)) @ rng.standard_normal((12, dimension))
+    vectors += 0.3 * rng.standard_normal((rows, dimension))
+    vectors = vectors.astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
 def test_the_refined_index_answers_as_the_flat_index() -> None:
-    vectors, queries = _unit(3000, 64, 0), _unit(50, 64, 1)
+    everything = _embedding_like(FLAT_BELOW + 1050, 64, 0)
+    vectors, queries = everything[:-50], everything[-50:]
     flat = faiss.IndexFlatIP(64)
     flat.add(vectors)
     refined = refined_index(vectors)
+    assert isinstance(refined, faiss.IndexRefineFlat)  # the coarse codes, not a flat scan
     for query in queries:
         for k in (1, 5, 50):
             rows, scores = nearest(refined, query, k)
