@@ -79,11 +79,6 @@ def offline_tokenizer():
 # --- our side -------------------------------------------------------------------------------------------------
 
 
-# The variables of the Makefile's AVX2_ONLY: torch, oneDNN and FAISS held to AVX2, the fp32 path of a CPU without
-# AVX-512 or bf16, on any machine.
-AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "FAISS_OPT_LEVEL": "avx2"}
-
-
 def index_ours(corpus: Path, store: Path, precision: str = "auto", env: dict[str, str] | None = None) -> dict[str, Any]:
     cmd = [
         sys.executable,
@@ -392,8 +387,8 @@ def main() -> None:
             result["index_speedup_ours_vs_llamaindex"] = round(build_seconds / ours, 2)
             if args.also_fp32:
                 print("[peer] indexing with granrag-mcp in fp32 ...", file=sys.stderr)
-                result["ours_index_fp32"] = index_ours(corpus, Path(tmp) / "store-fp32", "fp32", AVX2_ONLY)
-                result["ours_index_fp32"]["env"] = AVX2_ONLY
+                result["ours_index_fp32"] = index_ours(corpus, Path(tmp) / "store-fp32", "fp32", _common.AVX2_ONLY)
+                result["ours_index_fp32"]["env"] = _common.AVX2_ONLY
                 result["ours_index_fp32"]["load_after"] = _common.load_average()
                 fp32 = result["ours_index_fp32"]["build_seconds_without_model_load"]
                 result["index_speedup_ours_fp32_vs_llamaindex"] = round(build_seconds / fp32, 2)
