@@ -12,6 +12,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+# The Makefile's AVX2_ONLY: torch, oneDNN and FAISS held to AVX2, the fp32 path of a CPU without AVX-512 or bf16.
+AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "FAISS_OPT_LEVEL": "avx2"}
+
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results"
@@ -122,10 +125,10 @@ def emit(data: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def git_revision() -> str | None:
+def git_revision(root: Path = ROOT) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
         )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):

@@ -5,15 +5,22 @@ indexing run alone (imports and model load included, nothing of this parent). Us
 
     .venv/bin/python benchmarks/bench_index.py                      # mean, truncate, windows
     .venv/bin/python benchmarks/bench_index.py --modes mean --keep-store /tmp/squad-a-store
+    .venv/bin/python benchmarks/bench_index.py --modes mean --baseline /tmp/base-checkout --rounds 2 \
+        --precisions bf16,fp32 --name index_ab     # A/B: a baseline checkout and this one, alternating
 
-Prints one JSON object and writes benchmarks/results/index.json.
+In an A/B the fp32 runs hold torch, oneDNN and FAISS to AVX2 (the Makefile's AVX2_ONLY), the path of a CPU
+without bf16.
+
+Prints one JSON object and writes benchmarks/results/index.json (or `--name`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import squad_corpus  # noqa: E402
 
-STAGES = ("hash", "extract", "chunk", "embed", "index", "commit")
+STAGES = ("hash", "extract", "chunk", "embed", "index", "graph", "adapt", "commit")
 
 
 def _rss_now_mib() -> float:
@@ -69,10 +76,14 @@ def child(corpus: Path, store: Path, mode: str) -> None:
     )
 
 
-def run_mode(corpus: Path, store: Path, mode: str) -> dict:
+def run_mode(corpus: Path, store: Path, mode: str, code: Path | None = None, env: dict[str, str] | None = None) -> dict:
+    """One index run in a child process; `code`: the checkout whose granrag_mcp it imports (default: this one)."""
     cmd = [sys.executable, __file__, "--child", "--corpus", str(corpus), "--store", str(store), "--mode", mode]
+    child_env = {**os.environ, **(env or {})}
+    if code is not None:
+        child_env["PYTHONPATH"] = str(code)
     began = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=child_env)
     process_seconds = time.perf_counter() - began
     if done.returncode != 0:
         raise SystemExit(f"index run ({mode}) failed:\n{done.stderr[-4000:]}")
@@ -83,6 +94,7 @@ def run_mode(corpus: Path, store: Path, mode: str) -> dict:
     generation = next(p for p in store.iterdir() if p.name.startswith("gen-"))
     return {
         "mode": mode,
+        "precision": raw["precision"],
         "corpus_tokens": tokens,
         "documents": raw["documents"],
         "chunks": raw["new_chunks"],
@@ -107,6 +119,24 @@ def run_mode(corpus: Path, store: Path, mode: str) -> dict:
     }
 
 
+def ab_runs(args: argparse.Namespace, corpus: Path, tmp: Path) -> list[dict]:
+    """Each round runs A (the baseline checkout) then B (this one) for every mode and precision, alternating, so
+    both see the same load; fp32 runs are held to AVX2."""
+    runs = []
+    for number in range(args.rounds):
+        for precision in [p.strip() for p in args.precisions.split(",") if p.strip()]:
+            env = {"GRANRAG_PRECISION": precision, **(_common.AVX2_ONLY if precision == "fp32" else {})}
+            for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+                for variant, code in (("A", args.baseline), ("B", _common.ROOT)):
+                    store = tmp / f"store-{number}-{precision}-{mode}-{variant}"
+                    run = {"variant": variant, "round": number, **run_mode(corpus, store, mode, code, env)}
+                    run["load_after"] = _common.load_average()
+                    runs.append(run)
+                    print(f"[bench_index] {variant} {precision} {mode}: {run['run_index_seconds']} s", file=sys.stderr)
+                    shutil.rmtree(store)
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--modes", default="mean,truncate,windows", help="comma-separated vector modes")
@@ -117,7 +147,11 @@ def main() -> None:
         metavar="DIR",
         help="keep the store of the first mode here (it must not exist yet); others are removed",
     )
-    parser.add_argument("--no-save", action="store_true", help="do not write benchmarks/results/index.json")
+    parser.add_argument("--baseline", type=Path, help="A/B: the root of a checkout to alternate with this one")
+    parser.add_argument("--rounds", type=int, default=1, help="A/B: rounds, each runs A then B (default 1)")
+    parser.add_argument("--precisions", default="auto", help="A/B: comma-separated GRANRAG_PRECISION values")
+    parser.add_argument("--name", default="index", help="result file name (default index)")
+    parser.add_argument("--no-save", action="store_true", help="do not write the result file")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
@@ -134,19 +168,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="granrag-bench-index-") as tmp:
         corpus = Path(tmp) / "corpus"
         squad_corpus.write(documents, corpus)
-        for number, mode in enumerate(m.strip() for m in args.modes.split(",") if m.strip()):
-            store = args.keep_store if (number == 0 and args.keep_store) else Path(tmp) / f"store-{mode}"
-            if store.exists():
-                raise SystemExit(f"{store} exists: the benchmark needs a fresh store")
-            print(f"[bench_index] indexing {len(documents)} documents, vector mode {mode} ...", file=sys.stderr)
-            run = run_mode(corpus, store, mode)
-            run["load_after"] = _common.load_average()
-            runs.append(run)
-            print(
-                f"[bench_index] {mode}: {run['run_index_seconds']} s, {run['tokens_per_second']} tokens/s, "
-                f"peak RSS {run['peak_rss_mib']} MiB",
-                file=sys.stderr,
-            )
+        if args.baseline is not None:
+            runs = ab_runs(args, corpus, Path(tmp))
+        else:
+            for number, mode in enumerate(m.strip() for m in args.modes.split(",") if m.strip()):
+                store = args.keep_store if (number == 0 and args.keep_store) else Path(tmp) / f"store-{mode}"
+                if store.exists():
+                    raise SystemExit(f"{store} exists: the benchmark needs a fresh store")
+                print(f"[bench_index] indexing {len(documents)} documents, vector mode {mode} ...", file=sys.stderr)
+                run = run_mode(corpus, store, mode)
+                run["load_after"] = _common.load_average()
+                runs.append(run)
+                print(
+                    f"[bench_index] {mode}: {run['run_index_seconds']} s, {run['tokens_per_second']} tokens/s, "
+                    f"peak RSS {run['peak_rss_mib']} MiB",
+                    file=sys.stderr,
+                )
     result = {
         "benchmark": "index",
         "machine": info,
@@ -158,8 +195,10 @@ def main() -> None:
         },
         "runs": runs,
     }
+    if args.baseline is not None:
+        result["baseline"] = {"A": _common.git_revision(args.baseline), "B": result["git"]}
     if not args.no_save:
-        _common.save_result("index", result)
+        _common.save_result(args.name, result)
     _common.emit(result)
 
 

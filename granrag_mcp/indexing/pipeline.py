@@ -39,6 +39,7 @@ from granrag_mcp.store.generation import Draft, first_free_chunk_id, new_generat
 from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.manifest import StoreIdentity
 from granrag_mcp.store.store import Snapshot, check_identity, current_generation
+from granrag_mcp.store.vector_index import search_threads
 from granrag_mcp.store.writer import StoreWriter
 from granrag_mcp.tokens import get_tokenizer
 
@@ -227,7 +228,8 @@ class _IndexRun:
                     names = _names_embedder(self.embedder, self.embedder_factory)
                     texts = {d.source.doc_id: d.text for d in new_docs}
                     write_graph(draft, base, texts, names, identity.dimension, self.progress)
-            with self.clock.stage("adapt"):  # ranking settings fitted to this text by pseudo-queries, no labels
+            # Ranking settings fitted to this text by pseudo-queries (no labels), searched one query at a time.
+            with self.clock.stage("adapt"), search_threads(self.settings.threads):
                 adapt_generation(draft.folder, identity, self.embedder or self.embedder_factory())
             with self.clock.stage("commit"):
                 draft.publish(identity, counts, next_id)

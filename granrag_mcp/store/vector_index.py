@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,6 +66,18 @@ TOMBSTONE = -1
 _MMAP_FLAG = getattr(faiss, "IO_FLAG_MMAP_IFC", 0)
 FAISS: Any = faiss
 """FAISS, for what its stubs do not declare (search parameters of HNSW, the fp16 scalar quantizer's signature)."""
+
+
+@contextmanager
+def search_threads(threads: int) -> Iterator[None]:
+    """FAISS's OpenMP threads set to `threads` inside the block, then restored: one query at a time does less work
+    than waking the thread pool costs (on a busy machine many times less), while graph builds want every core."""
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
 
 
 class VectorIndex:

@@ -120,6 +120,9 @@ class ConceptMatcher:
     def __init__(self, keys: Iterable[str]) -> None:
         self.index = {key: n for n, key in enumerate(keys)}
         self.width = max((key.count(" ") + 1 for key in self.index), default=1)
+        # Every key's leading words: a run of words that starts no key ends the search from its first word, so a
+        # sentence costs about one lookup a word instead of one per word and width.
+        self._prefixes = {key.rsplit(" ", n)[0] for key in self.index for n in range(key.count(" ") + 1)}
 
     def find(self, sentence: str) -> list[int]:
         """Vocabulary positions of the concepts in a sentence, each once, in reading order."""
@@ -129,11 +132,17 @@ class ConceptMatcher:
         """Every match as (vocabulary position, first word, word after the last)."""
         folded = [fold(t) if t[0].isalnum() else t for t in tokens(sentence)]
         found = []
-        for position in range(len(folded)):
-            for width in range(1, min(self.width, len(folded) - position) + 1):
-                hit = self.index.get(" ".join(folded[position : position + width]))
+        index, prefixes = self.index, self._prefixes
+        for position, word in enumerate(folded):
+            phrase = word
+            for end in range(position + 1, min(position + self.width, len(folded)) + 1):
+                if end > position + 1:
+                    phrase = f"{phrase} {folded[end - 1]}"
+                if phrase not in prefixes:
+                    break
+                hit = index.get(phrase)
                 if hit is not None:
-                    found.append((hit, position, position + width))
+                    found.append((hit, position, end))
         return found
 
 

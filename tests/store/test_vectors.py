@@ -264,3 +264,11 @@ def test_a_graph_stores_float16_and_finds_what_exact_search_finds(tmp_path):
             assert chunk_id in ids_of(expected) or exact_score[chunk_id] > tenth - FP16_ATOL
     assert hits / (len(queries) * k) >= 0.99
     assert np.allclose(loaded.reconstruct(ids[[0, 999]]), data[[0, 999]], atol=FP16_ATOL)
+
+
+def test_search_threads_hold_faiss_to_the_count_inside_and_restore_it_after_an_error():
+    before = faiss.omp_get_max_threads()
+    with pytest.raises(RuntimeError), vectors_module.search_threads(1):
+        assert faiss.omp_get_max_threads() == 1
+        raise RuntimeError("the block failed")
+    assert faiss.omp_get_max_threads() == before

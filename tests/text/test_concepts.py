@@ -52,3 +52,10 @@ def test_the_matcher_finds_nested_names_that_apart_keeps_from_linking() -> None:
     assert (0, 2) in pairs and (1, 2) in pairs  # both link to the motor
     assert (0, 1) not in pairs  # a name and its own part overlap: never a link, wherever else they stand
     assert apart(matcher.spans("Nikola Tesla")) == []
+
+
+def test_the_matcher_finds_every_key_of_a_run_whose_leading_words_are_no_key() -> None:
+    matcher = ConceptMatcher(["alternating current motor", "current", "motor", "current motor design"])
+    spans = matcher.spans("An alternating current motor design")
+    assert spans == [(0, 1, 4), (1, 2, 3), (3, 2, 5), (2, 3, 4)]  # by first word, then by length
+    assert matcher.spans("alternating current") == [(1, 1, 2)]  # a key's leading words alone are no match
