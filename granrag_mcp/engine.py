@@ -127,6 +127,9 @@ class Engine:
         return live
 
     def view(self) -> View:
+        # OpenMP keeps a thread count per calling thread: a tool call's worker thread would otherwise search with
+        # FAISS's default pool, whatever __init__ set on the thread that built the engine.
+        faiss.omp_set_num_threads(self.settings.threads)
         snapshot = self.live.snapshot()
         return View(
             snapshot,
