@@ -147,6 +147,18 @@ def fused_ranks(
     return [item.key for item in reciprocal_rank_fusion(lists, weights=weights, k=k)]
 
 
+def alone_ranks(
+    lists: Mapping[str, Scored], share: float, k: int, factors: Mapping[str, float] | None = None
+) -> list[int]:
+    """`fused_ranks` at share 0 or 1; where one list alone has weight above 0 its own order, without fusing (the
+    same ranks above the cutoff: its scores fall strictly with rank, the others' items score 0)."""
+    weights = share_weights(list(lists), share, factors)
+    kept = [scored for name, scored in lists.items() if weights[name] > 0]
+    if len(kept) == 1:
+        return list(dict.fromkeys(chunk_id for chunk_id, _ in kept[0]))
+    return fused_ranks(lists, share, k, factors)
+
+
 @dataclass(frozen=True)
 class Reference:
     """Where the shares were tuned: on a corpus with labels, the dense share of each fusion that ranked its
@@ -217,8 +229,8 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
             hrr_runs.append((query, vector, lists))
             runs.append((HRR_FUSION, lists, CANDIDATE_LEVEL, HRR_RRF_K))
         for name, lists, level, k in runs:
-            for share in (0.0, 1.0):  # the dense lists alone, the lexical lists alone
-                ranked = fused_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
+            for share in (0.0, 1.0):  # the lexical lists alone, the dense lists alone
+                ranked = alone_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
                 alone[name][share].append(reciprocal_rank(ranked, query.targets[level]))
     weights: dict[str, dict[str, float]] = {}
     measured: dict[str, object] = {"reference": reference.corpus}
