@@ -16,14 +16,14 @@ import json
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from granrag_mcp.embedding.embedder import Embedder
+from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
 from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
@@ -65,6 +65,27 @@ def share_weights(names: Sequence[str], share: float, factors: Mapping[str, floa
     """Dense lists 2 * share, lexical ones 2 * (1 - share), each times its factor (default 1)."""
     factors = factors or {}
     return {name: round(2.0 * (share if is_dense(name) else 1.0 - share) * factors.get(name, 1.0), 3) for name in names}
+
+
+class BatchVectors:
+    """An embedder that hands out the vectors of texts embedded beforehand in one batch, so the pseudo-queries
+    reach the model once (the reranker and the ranker ask the view for each query's vector again)."""
+
+    def __init__(self, inner: Embedder, texts: Sequence[str]) -> None:
+        self.inner = inner
+        self.name, self.dimension, self.max_tokens = inner.name, inner.dimension, inner.max_tokens
+        self._vectors = dict(zip(texts, inner.embed(list(texts))))
+
+    def embed(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None, groups: Sequence[Hashable] | None = None
+    ) -> np.ndarray:
+        texts = list(texts)
+        if texts and all(text in self._vectors for text in texts):
+            return np.stack([self._vectors[text] for text in texts])
+        return self.inner.embed(texts, progress=progress, groups=groups)
+
+    def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
+        return self.inner.windows(text, max_tokens)
 
 
 @dataclass(frozen=True)
@@ -126,6 +147,18 @@ def fused_ranks(
     return [item.key for item in reciprocal_rank_fusion(lists, weights=weights, k=k)]
 
 
+def alone_ranks(
+    lists: Mapping[str, Scored], share: float, k: int, factors: Mapping[str, float] | None = None
+) -> list[int]:
+    """`fused_ranks` at share 0 or 1; where one list alone has weight above 0 its own order, without fusing (the
+    same ranks above the cutoff: its scores fall strictly with rank, the others' items score 0)."""
+    weights = share_weights(list(lists), share, factors)
+    kept = [scored for name, scored in lists.items() if weights[name] > 0]
+    if len(kept) == 1:
+        return list(dict.fromkeys(chunk_id for chunk_id, _ in kept[0]))
+    return fused_ranks(lists, share, k, factors)
+
+
 @dataclass(frozen=True)
 class Reference:
     """Where the shares were tuned: on a corpus with labels, the dense share of each fusion that ranked its
@@ -173,6 +206,11 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
     queries = pseudo_queries(view, n, seed)
     if len(queries) < MIN_QUERIES:  # too little text to measure anything: keep the fixed defaults
         return Adaptation({}, 1.0, len(queries), {"seconds": round(time.perf_counter() - began, 2)})
+    if view.snapshot.token_vectors is None:  # a store with token vectors needs the query's tokens from its forward
+        batch = BatchVectors(view.embedder, [q.text for q in queries])
+        view = View(
+            view.snapshot, batch, view.reranker, candidate_ranker=view.candidate_ranker, adaptation=view.adaptation
+        )
     vectors = view.embedder.embed([q.text for q in queries])
     names: dict[str, tuple[str, ...]] = {RRF_FUSION: RRF_LISTS, HRR_FUSION: HRR_LISTS}
     names.update({level_fusion(lv): (list_name(lv, "dense"), list_name(lv, "lexical")) for lv in LEVELS})
@@ -191,8 +229,8 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
             hrr_runs.append((query, vector, lists))
             runs.append((HRR_FUSION, lists, CANDIDATE_LEVEL, HRR_RRF_K))
         for name, lists, level, k in runs:
-            for share in (0.0, 1.0):  # the dense lists alone, the lexical lists alone
-                ranked = fused_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
+            for share in (0.0, 1.0):  # the lexical lists alone, the dense lists alone
+                ranked = alone_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
                 alone[name][share].append(reciprocal_rank(ranked, query.targets[level]))
     weights: dict[str, dict[str, float]] = {}
     measured: dict[str, object] = {"reference": reference.corpus}

@@ -5,7 +5,16 @@ import random
 import numpy as np
 import pytest
 
-from granrag_mcp.retrieval.ranking.adapt import Reference, calibrated_share, pseudo_queries, share_weights
+from granrag_mcp.retrieval.ranking.adapt import (
+    CUTOFF,
+    BatchVectors,
+    Reference,
+    alone_ranks,
+    calibrated_share,
+    fused_ranks,
+    pseudo_queries,
+    share_weights,
+)
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.adaptation import ADAPTATION_FILE, read_adaptation
 from granrag_mcp.store.store import Snapshot
@@ -144,3 +153,26 @@ def test_searches_use_the_adapted_weights_unless_the_caller_overrides_them(tmp_p
     for hit in search_rrf(view, query, 5):  # dense lists weigh nothing: every score comes from BM25 lists
         assert hit.score == pytest.approx(sum(c.fused for n, c in hit.sources.items() if n.endswith("_lexical")))
     snapshot.close()
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_a_list_alone_ranks_as_the_fusion_of_every_list_does(share):
+    rng = np.random.default_rng(3)
+    lists = {
+        name: [(int(i), float(30 - r)) for r, i in enumerate(rng.choice(60, size=30, replace=False))]
+        for name in ("mid_dense", "mid_lexical")
+    }
+    alone = alone_ranks(lists, share, 60)
+    assert alone[:CUTOFF] == fused_ranks(lists, share, 60)[:CUTOFF]
+    assert alone == [i for i, _ in lists["mid_dense" if share else "mid_lexical"]]
+
+
+def test_batch_vectors_hand_out_the_batch_and_embed_other_texts():
+    inner = FakeEmbedder()
+    batch = BatchVectors(inner, ["first query", "second query"])
+    embedded = inner.texts_embedded
+    vector = batch.embed(["second query"])[0]
+    assert inner.texts_embedded == embedded  # from the batch, not the model
+    assert np.array_equal(vector, FakeEmbedder().embed(["second query"])[0])
+    assert np.array_equal(batch.embed(["a new text"]), FakeEmbedder().embed(["a new text"]))
+    assert inner.texts_embedded == embedded + 1
