@@ -73,29 +73,31 @@ def stem(words: Sequence[str]) -> list[str]:
 
 
 STEM_CACHE_SIZE = 200_000
-"""Sentences whose stems are remembered, by chunk id (a chunk id always names the same text): agents and
-neighbouring questions meet the same sentences again, and analysing them is most of the ranker's work."""
-_stem_cache: OrderedDict[int, list[str]] = OrderedDict()
+"""Sentences whose stems are remembered: agents and neighbouring questions meet the same sentences again, and
+analysing them is most of the ranker's work. Keyed by chunk id and text together, since one process may open
+several stores whose chunk ids name different sentences."""
+_stem_cache: OrderedDict[tuple[int, str], list[str]] = OrderedDict()
 _stem_lock = threading.Lock()
 
 
 def sentence_stems(ids: Sequence[int], texts: Sequence[str]) -> list[list[str]]:
     """`stem(analyse(text))` of each sentence: remembered ones reused, the rest stemmed in one call."""
+    keys = list(zip(ids, texts))
     with _stem_lock:
-        known = {i: _stem_cache[i] for i in ids if i in _stem_cache}
-    missing = [(i, analyse(t)) for i, t in zip(ids, texts) if i not in known]
+        known = {key: _stem_cache[key] for key in keys if key in _stem_cache}
+    missing = [(key, analyse(key[1])) for key in dict.fromkeys(keys) if key not in known]
     if missing:
         flat = stem([w for _, words in missing for w in words])
         begin = 0
-        for chunk_id, words in missing:
-            known[chunk_id] = flat[begin : begin + len(words)]
+        for key, words in missing:
+            known[key] = flat[begin : begin + len(words)]
             begin += len(words)
         with _stem_lock:
-            for chunk_id, _ in missing:
-                _stem_cache[chunk_id] = known[chunk_id]
+            for key, _ in missing:
+                _stem_cache[key] = known[key]
             while len(_stem_cache) > STEM_CACHE_SIZE:
                 _stem_cache.popitem(last=False)
-    return [known[i] for i in ids]
+    return [known[key] for key in keys]
 
 
 @dataclass
