@@ -1,12 +1,13 @@
 """Peak memory of `granrag-mcp index` (the real model, default limits) on inputs that once drove it to gigabytes:
-one 500 MB text file, one 4 MB file of a million tiny sentences, and 100,000 small files.
+one 500 MB text file, one 4 MB file of a million tiny sentences, 100,000 small files and a 4.2 MB HTML file of
+300,000 unclosed tags.
 
 Every case indexes into one store that already holds a small corpus; after each, `status` and `search` must
 still answer and the corpus must still be there (nothing lost, the store servable). Peak RSS is the child's own
-high-water mark (`ru_maxrss` from wait4); a watch kills a run that passes `--kill-gib`, so a regression cannot
-hurt the machine. Usage:
+high-water mark (its VmHWM, read by the child as it exits: `ru_maxrss` from wait4 can carry this parent's peak
+through fork); a watch kills a run that passes `--kill-gib`, so a regression cannot hurt the machine. Usage:
 
-    .venv/bin/python benchmarks/bench_hostile_inputs.py [--cases big_file tiny_sentences many_files] [--kill-gib 6]
+    .venv/bin/python benchmarks/bench_hostile_inputs.py [--cases big_file tiny_sentences many_files html_unclosed]
 
 `--cases at_sentence_cap` adds one document of exactly 100,000 sentences, the most the default limits let in.
 Prints one JSON object and writes benchmarks/results/hostile_inputs.json (the cases run replace their figures).
@@ -68,16 +69,45 @@ def write_sentence_cap(folder: Path, count: int = 100_000) -> Path:
     return folder
 
 
+def write_unclosed_html(folder: Path, count: int = 300_000) -> Path:
+    """A 4.2 MB HTML file of 300,000 nested tags that are never closed: the tree the parser must hold is deep."""
+    folder.mkdir(parents=True)
+    (folder / "unclosed.html").write_text("<html><body>" + "<div><span>ab " * count, encoding="utf-8")
+    return folder
+
+
 CASES = {
     "big_file": write_big_file,
     "tiny_sentences": write_tiny_sentences,
     "many_files": write_many_files,
+    "html_unclosed": write_unclosed_html,
     "at_sentence_cap": write_sentence_cap,
 }
 
+# Runs the CLI and, as it exits, writes its own VmHWM (KiB) to the file named first on its command line.
+CHILD = (
+    "import atexit, sys\n"
+    "from pathlib import Path\n"
+    "out = Path(sys.argv.pop(1))\n"
+    "def hwm():\n"
+    "    line = next(l for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('VmHWM:'))\n"
+    "    out.write_text(line.split()[1])\n"
+    "atexit.register(hwm)\n"
+    "from granrag_mcp.cli import main\n"
+    "sys.exit(main())\n"
+)
+
+
+def cli(hwm_file: Path, *args: str) -> list[str]:
+    """The `granrag-mcp` command line, run through CHILD so that it reports its own peak."""
+    return [sys.executable, "-c", CHILD, str(hwm_file), *args]
+
 
 def run_watched(args: list[str], env: dict[str, str], kill_bytes: int, limit_s: float) -> dict[str, Any]:
-    """Run the CLI; its peak RSS from wait4, and whether the watch had to kill it."""
+    """Run the CLI through `cli`; its own peak RSS (VmHWM), and whether the watch had to kill it."""
+    hwm_file = Path(args[3])
+    hwm_file.unlink(missing_ok=True)
+    peak_kb = 0
     began = time.monotonic()
     process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = ""
@@ -95,6 +125,7 @@ def run_watched(args: list[str], env: dict[str, str], kill_bytes: int, limit_s: 
             )
         except (OSError, StopIteration):
             rss_kb = 0
+        peak_kb = max(peak_kb, rss_kb)
         if not killed and (rss_kb * 1024 > kill_bytes or time.monotonic() - began > limit_s):
             killed = "memory" if rss_kb * 1024 > kill_bytes else "time"
             process.send_signal(signal.SIGKILL)
@@ -105,7 +136,9 @@ def run_watched(args: list[str], env: dict[str, str], kill_bytes: int, limit_s: 
         "exit_code": process.returncode,
         "killed_by_watch": killed or None,
         "seconds": round(time.monotonic() - began, 1),
-        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        # A killed child writes nothing: the highest VmRSS the watch saw stands in for its peak.
+        "peak_rss_mib": round(int(hwm_file.read_text() if hwm_file.exists() else peak_kb) / 1024, 1),
+        "ru_maxrss_mib": round(usage.ru_maxrss / 1024, 1),
         "stdout": stdout,
         "warnings": [line for line in stderr.splitlines() if "WARNING" in line or "error" in line][:5],
     }
@@ -131,7 +164,7 @@ def servable(command: str, env: dict[str, str], store: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES)[:3])
+    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES)[:4])
     parser.add_argument("--kill-gib", type=float, default=6.0)
     parser.add_argument("--limit-s", type=float, default=1800.0)
     args = parser.parse_args()
@@ -144,13 +177,14 @@ def main() -> None:
         base = root / "base"
         base.mkdir()
         (base / "keeper.md").write_text(BASE_TEXT, encoding="utf-8")
-        first = run_watched([command, "index", str(base), "--store", str(store), "--quiet"], env, 1 << 40, 600)
+        hwm = root / "child-vmhwm"
+        first = run_watched(cli(hwm, "index", str(base), "--store", str(store), "--quiet"), env, 1 << 40, 600)
         results["base"] = {"exit_code": first["exit_code"], "peak_rss_mib": first["peak_rss_mib"]}
         for name in args.cases:
             source = CASES[name](root / name)
             size = _common.dir_size(source)
             run = run_watched(
-                [command, "index", str(source), "--store", str(store), "--quiet"],
+                cli(hwm, "index", str(source), "--store", str(store), "--quiet"),
                 env,
                 int(args.kill_gib * 1024**3),
                 args.limit_s,

@@ -1,7 +1,8 @@
 """Indexing throughput on the SQuAD-A corpus: tokens per second overall and per stage, peak RSS, store size.
 
-Each vector mode is indexed into a fresh store by a child process, so its peak RSS (ru_maxrss) is the
-indexing run alone (imports and model load included, nothing of this parent). Usage:
+Each vector mode is indexed into a fresh store by a child process, so its peak RSS (the child's own VmHWM, not
+ru_maxrss, which can carry this parent's peak through fork) is the indexing run alone (imports and model load
+included, nothing of this parent). Usage:
 
     .venv/bin/python benchmarks/bench_index.py                      # mean, truncate, windows
     .venv/bin/python benchmarks/bench_index.py --modes mean --keep-store /tmp/squad-a-store
@@ -68,7 +69,7 @@ def child(corpus: Path, store: Path, mode: str) -> None:
                 "documents": summary.added,
                 "new_chunks": summary.new_chunks,
                 "rss_before_index_mib": rss_before,
-                "peak_rss_mib": usage.ru_maxrss / 1024,  # Linux: KiB
+                "peak_rss_mib": _common.memory()["peak_mib"],
                 "cpu_user_seconds": usage.ru_utime,
                 "cpu_system_seconds": usage.ru_stime,
             }

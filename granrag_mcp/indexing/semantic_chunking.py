@@ -206,6 +206,16 @@ def semantic_spans(
     return plan.broad + mid + narrow
 
 
+SHARED_GROUP = -1
+"""The embedding group of every document whose cut does not depend on its sentence vectors."""
+
+
+def cut_uses_vectors(plan: SentencePlan) -> bool:
+    """Whether the document's mid boundaries depend on its sentence vectors: only where some broad chunk holds two
+    sentences or more is there a distance between neighbours to compare with the threshold."""
+    return any(len(sentences) > 1 for sentences in plan.sentences)
+
+
 def semantic_documents(
     documents: Sequence[tuple[str, str]],
     tokenizer: Tokenizer,
@@ -240,7 +250,10 @@ def cut_planned(
     texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
     # Each document is batched on its own: a boundary near the percentile threshold would otherwise move with
     # the rounding that the documents embedded beside it bring (the local and parallel engines group them apart).
-    groups = [n for n, plan in enumerate(plans) for _ in range(plan.texts_count)]
+    # Documents whose cut uses no distance share one group, so many one-sentence files fill whole batches.
+    groups = [
+        n if cut_uses_vectors(plan) else SHARED_GROUP for n, plan in enumerate(plans) for _ in range(plan.texts_count)
+    ]
     tokens: list[np.ndarray] | None = None
     if token_reduce is not None:
         vectors, tokens = embedder.embed_tokens(  # type: ignore[attr-defined]

@@ -118,6 +118,23 @@ def test_each_documents_sentences_are_embedded_in_batches_of_their_own():
     assert group_of_text["Quasar telescope redshift observed."] != group_of_text["Harbour sailboat mainsail tacked."]
 
 
+def test_one_sentence_documents_share_their_batches_and_cut_as_when_batched_alone():
+    class Recording(FakeEmbedder):
+        def embed(self, texts, progress=None, groups=None):
+            self.seen = list(zip(texts, groups))
+            return super().embed(texts, progress, groups)
+
+    notes = [(f"note{n}.md", f"Note {n} records that crate {n * 7} left dock {n % 4}.") for n in range(40)]
+    documents = [*notes, ("topics.md", "\n\n".join(TOPICS))]
+    embedder = Recording()
+    together = semantic_documents(documents, get_tokenizer(), SEMANTIC, embedder)
+    group_of_text = dict(embedder.seen)
+    assert len({group_of_text[text] for _, text in notes}) == 1, "one-sentence documents must share batches"
+    assert group_of_text["Quasar telescope redshift observed."] != group_of_text[notes[0][1]]
+    alone = [semantic_documents([doc], get_tokenizer(), SEMANTIC, FakeEmbedder())[0] for doc in documents]
+    assert [spans for spans, _, _ in together] == [spans for spans, _, _ in alone]
+
+
 def test_an_index_run_reuses_the_sentence_vectors_and_the_chunker_is_part_of_the_identity(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
