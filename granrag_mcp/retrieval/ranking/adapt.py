@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
+from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
@@ -173,7 +174,7 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
     queries = pseudo_queries(view, n, seed)
     if len(queries) < MIN_QUERIES:  # too little text to measure anything: keep the fixed defaults
         return Adaptation({}, 1.0, len(queries), {"seconds": round(time.perf_counter() - began, 2)})
-    vectors = view.embedder.embed([q.text for q in queries])
+    vectors = embed_queries(view.embedder, [q.text for q in queries])
     names: dict[str, tuple[str, ...]] = {RRF_FUSION: RRF_LISTS, HRR_FUSION: HRR_LISTS}
     names.update({level_fusion(lv): (list_name(lv, "dense"), list_name(lv, "lexical")) for lv in LEVELS})
     alone: dict[str, dict[float, list[float]]] = {name: {0.0: [], 1.0: []} for name in names}
