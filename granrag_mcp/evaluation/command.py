@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from granrag_mcp.engine import Engine
     from granrag_mcp.retrieval.view import View
 
+from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.evaluation.arguments import strategy_list
 from granrag_mcp.levels import FINEST, LEVELS, parent_of
 
@@ -229,7 +230,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
         except InvalidInputError as exc:
             raise InvalidInputError(f"question {q.qid}: {exc}") from None
     t = time.perf_counter()
-    vectors = embedder.embed(texts, progress=progress.callback("embedding questions"))
+    vectors = embed_queries(embedder, texts, progress=progress.callback("embedding questions"))
     timings["embedding questions"] = time.perf_counter() - t
     if reranker is not None and uses_embedding_fallback(reranker):
         t = time.perf_counter()

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder, ProgressCallback, TokenReducer
+from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.evaluation.metrics import Span
 from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.rerankers import EmbeddingReranker, Reranker
@@ -95,6 +96,7 @@ class CachedEmbedder:
         self._vectors: dict[str, np.ndarray] = {}
         self._windows: dict[tuple[str, int | None], list[tuple[int, int]]] = {}
         self._tokens: dict[str, np.ndarray] = {}
+        self._queries: dict[str, np.ndarray] = {}
         self.model_texts = 0  # texts actually embedded by the model
 
     def embed(
@@ -114,6 +116,17 @@ class CachedEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._vectors[t] for t in texts])
+
+    def embed_queries(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        """The inner embedder's query vectors, remembered apart from passage vectors of the same text."""
+        texts = list(texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in self._queries))
+        if missing:
+            self.model_texts += len(missing)
+            self._queries.update(zip(missing, embed_queries(self.inner, missing, progress=progress)))
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._queries[t] for t in texts])
 
     def embed_tokens(
         self,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder, gives_tokens
+from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above
 from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
@@ -147,7 +148,7 @@ class View:
                 # The candidate ranker will want the query's token vectors: they come from this same forward.
                 vector, self._query_tokens[query] = self.embedder.query_tokens(query)  # type: ignore[attr-defined]
             else:
-                vector = self.embedder.embed([query])[0]
+                vector = embed_queries(self.embedder, [query])[0]
             self._query_vectors[query] = vector
         return vector
 

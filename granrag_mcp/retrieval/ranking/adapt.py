@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
+from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
@@ -74,7 +75,7 @@ class BatchVectors:
     def __init__(self, inner: Embedder, texts: Sequence[str]) -> None:
         self.inner = inner
         self.name, self.dimension, self.max_tokens = inner.name, inner.dimension, inner.max_tokens
-        self._vectors = dict(zip(texts, inner.embed(list(texts))))
+        self._vectors = dict(zip(texts, embed_queries(inner, list(texts))))
 
     def embed(
         self, texts: Sequence[str], progress: ProgressCallback | None = None, groups: Sequence[Hashable] | None = None
@@ -83,6 +84,13 @@ class BatchVectors:
         if texts and all(text in self._vectors for text in texts):
             return np.stack([self._vectors[text] for text in texts])
         return self.inner.embed(texts, progress=progress, groups=groups)
+
+    def embed_queries(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        """The batch's query vectors (embedded as questions, for a model that embeds them apart)."""
+        texts = list(texts)
+        if texts and all(text in self._vectors for text in texts):
+            return np.stack([self._vectors[text] for text in texts])
+        return embed_queries(self.inner, texts, progress)
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         return self.inner.windows(text, max_tokens)
@@ -211,7 +219,7 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
         view = View(
             view.snapshot, batch, view.reranker, candidate_ranker=view.candidate_ranker, adaptation=view.adaptation
         )
-    vectors = view.embedder.embed([q.text for q in queries])
+    vectors = embed_queries(view.embedder, [q.text for q in queries])
     names: dict[str, tuple[str, ...]] = {RRF_FUSION: RRF_LISTS, HRR_FUSION: HRR_LISTS}
     names.update({level_fusion(lv): (list_name(lv, "dense"), list_name(lv, "lexical")) for lv in LEVELS})
     alone: dict[str, dict[float, list[float]]] = {name: {0.0: [], 1.0: []} for name in names}
