@@ -105,25 +105,6 @@ def _ensure_corpus(documents: dict[str, str], settings, args: argparse.Namespace
     }
 
 
-def _single_threaded_faiss() -> int | None:
-    """One thread for FAISS while questions run one at a time, since waking its thread pool costs more than one
-    search's work (the results are the same); returns the previous setting."""
-    try:
-        import faiss
-    except ImportError:  # pragma: no cover - faiss is a dependency
-        return None
-    previous = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    return previous
-
-
-def _restore_faiss_threads(previous: int | None) -> None:
-    if previous is not None:
-        import faiss
-
-        faiss.omp_set_num_threads(previous)
-
-
 def _machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
 
@@ -159,6 +140,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     from granrag_mcp.rerankers import load_reranker
     from granrag_mcp.retrieval.view import check_query
     from granrag_mcp.store.store import read_current
+    from granrag_mcp.store.vector_index import search_threads
 
     started_at = datetime.now().astimezone().isoformat(timespec="seconds")
     began = time.perf_counter()
@@ -263,8 +245,8 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
     ranks: dict[str, dict[str, list[int | None]]] = {s: {level: [] for level in EVAL_LEVELS} for s in strategies}
     rows: list[dict[str, Any]] = []
     t = time.perf_counter()
-    threads = _single_threaded_faiss()
-    try:
+    # One FAISS thread while questions run one at a time: waking its pool costs more than one search's work.
+    with search_threads(1):
         for number, (q, text, vector) in enumerate(zip(questions, texts, vectors), 1):
             rankings = runner.run(text, vector)
             row: dict[str, Any] = {
@@ -286,8 +268,6 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
                 row["strategies"][name] = entry
             rows.append(row)
             progress.update("evaluating questions", number, len(questions))
-    finally:
-        _restore_faiss_threads(threads)
     timings["retrieval (all strategies)"] = time.perf_counter() - t
     for name, seconds in runner.seconds.items():
         timings[f"retrieval: {name}"] = seconds
