@@ -250,7 +250,8 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
         measured[name] = {"dense_mrr": round(dense, 4), "lexical_mrr": round(lexical, 4), "share": share}
         weights[name] = share_weights(names[name], share, RRF_FACTORS if name == RRF_FUSION else None)
     scale = 1.0
-    if hrr_runs and view.candidate_ranker is not None and HRR_FUSION in weights:
+    ranker = view.candidate_ranker
+    if hrr_runs and ranker is not None and ranker.adapts_reliance and HRR_FUSION in weights:  # else unused
         scale, measured["ranker_mrr"] = _ranker_scale(view, hrr_runs, weights[HRR_FUSION])
     measured["seconds"] = round(time.perf_counter() - began, 2)
     return Adaptation(weights, scale, len(queries), measured)

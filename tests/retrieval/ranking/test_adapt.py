@@ -1,20 +1,24 @@
 """The label-free adaptation: pseudo-queries from a store's own sentences set its fusion weights."""
 
+import dataclasses
 import random
 
 import numpy as np
 import pytest
 
+from granrag_mcp.rerankers import load_reranker
 from granrag_mcp.retrieval.ranking.adapt import (
     CUTOFF,
     BatchVectors,
     Reference,
+    adapt,
     alone_ranks,
     calibrated_share,
     fused_ranks,
     pseudo_queries,
     share_weights,
 )
+from granrag_mcp.retrieval.ranking.model import shipped_ranker
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.adaptation import ADAPTATION_FILE, read_adaptation
 from granrag_mcp.store.store import Snapshot
@@ -176,3 +180,17 @@ def test_batch_vectors_hand_out_the_batch_and_embed_other_texts():
     assert np.array_equal(vector, FakeEmbedder().embed(["second query"])[0])
     assert np.array_equal(batch.embed(["a new text"]), FakeEmbedder().embed(["a new text"]))
     assert inner.texts_embedded == embedded + 1
+
+
+@pytest.mark.parametrize("adapts", [False, True])
+def test_the_rankers_factor_is_measured_only_for_a_ranker_that_takes_it(tmp_path, adapts):
+    index(prose_corpus(tmp_path / "prose"), tmp_path / "store", FakeEmbedder())
+    snapshot = Snapshot.open(tmp_path / "store")
+    embedder = FakeEmbedder()
+    ranker = dataclasses.replace(shipped_ranker(False), adapts_reliance=adapts)
+    view = View(snapshot, embedder, load_reranker("embedding", embedder), candidate_ranker=ranker)
+    adaptation = adapt(view, n=40)
+    snapshot.close()
+    assert ("ranker_mrr" in adaptation.measured) is adapts
+    if not adapts:
+        assert adaptation.ranker_dense_scale == 1.0
