@@ -77,20 +77,24 @@ class BatchVectors:
         self.name, self.dimension, self.max_tokens = inner.name, inner.dimension, inner.max_tokens
         self._vectors = dict(zip(texts, embed_queries(inner, list(texts))))
 
+    def _batch(self, texts: list[str]) -> np.ndarray | None:
+        """The batch's vectors of `texts`, or None when one of them is not in the batch."""
+        if texts and all(text in self._vectors for text in texts):
+            return np.stack([self._vectors[text] for text in texts])
+        return None
+
     def embed(
         self, texts: Sequence[str], progress: ProgressCallback | None = None, groups: Sequence[Hashable] | None = None
     ) -> np.ndarray:
         texts = list(texts)
-        if texts and all(text in self._vectors for text in texts):
-            return np.stack([self._vectors[text] for text in texts])
-        return self.inner.embed(texts, progress=progress, groups=groups)
+        found = self._batch(texts)
+        return found if found is not None else self.inner.embed(texts, progress=progress, groups=groups)
 
     def embed_queries(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
         """The batch's query vectors (embedded as questions, for a model that embeds them apart)."""
         texts = list(texts)
-        if texts and all(text in self._vectors for text in texts):
-            return np.stack([self._vectors[text] for text in texts])
-        return embed_queries(self.inner, texts, progress)
+        found = self._batch(texts)
+        return found if found is not None else embed_queries(self.inner, texts, progress)
 
     def windows(self, text: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         return self.inner.windows(text, max_tokens)
