@@ -79,7 +79,7 @@ TINY = {
     "bench_result_size.py": ["--articles", "2", "--questions", "2", "--squad", "{squad}", "--no-save"],
     "bench_lexical.py": ["--n", "3000", "--queries", "10", "--rounds", "1", "--no-save"],
     "bench_peer_llamaindex.py": ["--squad", "{squad}", "--index-only", "--no-save"],
-    "bench_query_embedding.py": ["--squad", "{squad}", "--questions", "4"],
+    "bench_query_embedding.py": ["--squad", "{squad}", "--questions", "4", "--no-save"],
     "bench_ray.py": ["--squad", "{squad}", "--copies", "1", "--rounds", "1", "--cpus", "2"],
     "bench_scale.py": ["--sizes", "3000", "--kinds", "flat,hnsw", "--queries", "10", "--latency-queries", "10"]
     + ["--ef-search", "64", "--no-save"],
