@@ -84,15 +84,15 @@ CASES = {
     "at_sentence_cap": write_sentence_cap,
 }
 
-# Runs the CLI and, as it exits, writes its own VmHWM (KiB) to the file named first on its command line.
+# Runs the CLI and, as it exits, writes its own peak (`_common.memory`'s VmHWM, MiB) to the file named first on its
+# command line.
 CHILD = (
     "import atexit, sys\n"
     "from pathlib import Path\n"
+    f"sys.path.insert(0, {str(_common.BENCH_DIR)!r})\n"
+    "from _common import memory\n"
     "out = Path(sys.argv.pop(1))\n"
-    "def hwm():\n"
-    "    line = next(l for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('VmHWM:'))\n"
-    "    out.write_text(line.split()[1])\n"
-    "atexit.register(hwm)\n"
+    "atexit.register(lambda: out.write_text(str(memory()['peak_mib'])))\n"
     "from granrag_mcp.cli import main\n"
     "sys.exit(main())\n"
 )
@@ -137,7 +137,7 @@ def run_watched(args: list[str], env: dict[str, str], kill_bytes: int, limit_s: 
         "killed_by_watch": killed or None,
         "seconds": round(time.monotonic() - began, 1),
         # A killed child writes nothing: the highest VmRSS the watch saw stands in for its peak.
-        "peak_rss_mib": round(int(hwm_file.read_text() if hwm_file.exists() else peak_kb) / 1024, 1),
+        "peak_rss_mib": float(hwm_file.read_text()) if hwm_file.exists() else round(peak_kb / 1024, 1),
         "ru_maxrss_mib": round(usage.ru_maxrss / 1024, 1),
         "stdout": stdout,
         "warnings": [line for line in stderr.splitlines() if "WARNING" in line or "error" in line][:5],
