@@ -22,6 +22,7 @@ from granrag_mcp.retrieval.ranking.features import (
     ALL_FEATURES,
     INSIDE_FEATURES,
     KNOWN_FEATURES,
+    LIST_FEATURES,
     TOKEN_FEATURES,
     order_by,
 )
@@ -29,6 +30,13 @@ from granrag_mcp.retrieval.ranking.model import CandidateRanker, LinearModel
 from granrag_mcp.retrieval.ranking.rank import RANKED_HEAD, hrr_table
 
 SEEDS = (0, 1)
+LEGACY_FEATURES = (
+    LIST_FEATURES + INSIDE_FEATURES,
+    LIST_FEATURES + INSIDE_FEATURES + TOKEN_FEATURES,
+    KNOWN_FEATURES,
+)
+"""The column lists of dataset files that do not name theirs: before the MaxSim features, before the rank
+features, and the current one."""
 REGULARISATION = 1.0  # scikit-learn's C; the features are standardised first
 
 
@@ -45,15 +53,21 @@ class Dataset:
     groups: np.ndarray  # document of each question
 
     def save(self, path: Path) -> None:
-        np.savez(path, **{name: getattr(self, name) for name in self.__dataclass_fields__})
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        np.savez(path, **fields, feature_names=np.array(KNOWN_FEATURES[: self.features.shape[1]]))
 
     @classmethod
     def load(cls, path: Path) -> Dataset:
+        """A saved dataset, its feature columns placed by name: a file of an older feature list gets NaN columns for
+        the features it lacks, wherever they now stand."""
         with np.load(path, allow_pickle=False) as data:
             loaded = cls(**{name: data[name] for name in cls.__dataclass_fields__})
-        missing = len(KNOWN_FEATURES) - loaded.features.shape[1]  # a file collected before the MaxSim features
-        if missing > 0:
-            loaded.features = np.hstack([loaded.features, np.full((len(loaded.features), missing), np.nan)])
+            names = [str(n) for n in data["feature_names"]] if "feature_names" in data else None
+        if names is None:  # written before files named their columns: the lists that had that many
+            names = next(list(known) for known in LEGACY_FEATURES if len(known) == loaded.features.shape[1])
+        features = np.full((len(loaded.features), len(KNOWN_FEATURES)), np.nan)
+        features[:, [KNOWN_FEATURES.index(name) for name in names]] = loaded.features
+        loaded.features = features
         return loaded
 
     @property

@@ -1,7 +1,14 @@
 import numpy as np
 
 from granrag_mcp.evaluation.fit_ranker import Dataset, beats, cross_validate, fit_model, fit_ranker, ranks
-from granrag_mcp.retrieval.ranking.features import ALL_FEATURES, TOKEN_FEATURES
+from granrag_mcp.retrieval.ranking.features import (
+    ALL_FEATURES,
+    INSIDE_FEATURES,
+    KNOWN_FEATURES,
+    LIST_FEATURES,
+    RANK_FEATURES,
+    TOKEN_FEATURES,
+)
 
 
 def synthetic(questions=120, candidates=8, seed=0):
@@ -73,3 +80,19 @@ def test_data_from_a_store_with_token_vectors_fits_the_maxsim_variant():
 
 def fields(data):
     return [getattr(data, name) for name in data.__dataclass_fields__]
+
+
+def test_a_saved_dataset_reads_back_its_columns_by_name_whatever_list_it_was_written_with(tmp_path):
+    data = synthetic(questions=12)
+    data.save(tmp_path / "now.npz")  # the features without MaxSim, as a store without token vectors gives them
+    now = Dataset.load(tmp_path / "now.npz").features
+    assert np.array_equal(now[:, : len(ALL_FEATURES)], data.features) and np.isnan(now[:, len(ALL_FEATURES) :]).all()
+    # A file of the feature list before the rank features, written before files named their columns.
+    older = LIST_FEATURES + INSIDE_FEATURES + TOKEN_FEATURES
+    columns = np.random.default_rng(2).normal(size=(len(data.features), len(older)))
+    np.savez(tmp_path / "older.npz", **{**dict(zip(data.__dataclass_fields__, fields(data))), "features": columns})
+    loaded = Dataset.load(tmp_path / "older.npz")
+    for j, name in enumerate(older):
+        assert np.array_equal(loaded.features[:, KNOWN_FEATURES.index(name)], columns[:, j]), name
+    assert np.isnan(loaded.features[:, [KNOWN_FEATURES.index(name) for name in RANK_FEATURES]]).all()
+    assert loaded.has_tokens
