@@ -18,8 +18,9 @@ model FLOP/s during the embedding stages / that limit. Usage (on the GPU machine
 
     .venv/bin/python benchmarks/bench_gpu.py --rounds 2
     .venv/bin/python benchmarks/bench_gpu.py --rounds 1 --copies 4 --ray
+    .venv/bin/python benchmarks/bench_gpu.py --rounds 1 --squad ../shared/datasets/covidqa-a.json --name gpu_covid_a
 
-Writes benchmarks/results/gpu.json.
+Writes benchmarks/results/gpu.json (or NAME.json).
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=1, help="SQuAD-A plus reordered copies (default 1: 24 docs)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating gpu/cpu2 pairs")
     parser.add_argument("--ray", action="store_true", help="also index with --engine ray (one actor per GPU)")
+    parser.add_argument("--name", default="gpu", help="result file name (default gpu)")
     args = parser.parse_args()
     _common.offline_env()
     os.environ.setdefault("GRANRAG_LOG_LEVEL", "WARNING")
@@ -183,7 +185,7 @@ def main() -> None:
         "cpu_vs_gpu_same_chunks": comparison.same_chunks,
         "cpu_vs_gpu_min_cosine": round(comparison.min_cosine, 5),
     }
-    _common.save_result("gpu", result)
+    _common.save_result(args.name, result)
     _common.emit(result)
 
 

@@ -250,6 +250,9 @@ class SentenceTransformerEmbedder:
             from granrag_mcp.embedding.devices import gpu_precision
 
             self.precision = gpu_precision(precision)
+            # cuDNN's attention kernels plan each new batch shape at length; with a batch per document that made
+            # attention most of the GPU's embedding time, where the memory-efficient kernels need no plan.
+            torch.backends.cuda.enable_cudnn_sdp(False)
         else:
             self.precision = resolve_precision(precision)
         self._encoder.set_precision(self.precision)

@@ -75,6 +75,17 @@ def test_gpu_vectors_match_the_cpu_ones(precision):
 
 
 @needs_cuda
+def test_a_gpu_embedder_keeps_attention_off_cudnn():
+    import torch
+
+    from granrag_mcp.embedding.factory import make_embedder
+
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    make_embedder(Settings(device="cuda"))
+    assert not torch.backends.cuda.cudnn_sdp_enabled()
+
+
+@needs_cuda
 def test_index_on_the_gpu_cuts_the_cpu_stores_sentences_with_the_default_chunker(tmp_path):
     from granrag_mcp.engine import run_index
     from granrag_mcp.store.store import Snapshot
