@@ -27,6 +27,7 @@ from granrag_mcp.settings import Settings  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--sentences", type=int, default=None, help="only the first N sentences (default all)")
     args = parser.parse_args()
     documents, _ = squad_corpus.load()
     texts, groups = [], []
@@ -34,6 +35,8 @@ def main() -> None:
         for start, end in split_sentences(text):
             texts.append(text[start:end])
             groups.append(number)
+    if args.sentences is not None:
+        texts, groups = texts[: args.sentences], groups[: args.sentences]
     embedder = make_embedder(Settings())
     embedder.embed(texts[:300], progress=lambda done, total: None)  # warm up
     arms = {

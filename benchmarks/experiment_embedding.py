@@ -7,9 +7,11 @@
 
     .venv/bin/python benchmarks/experiment_embedding.py precision
     .venv/bin/python benchmarks/experiment_embedding.py threads
+    .venv/bin/python benchmarks/experiment_embedding.py precision threads --sentences 24 --rounds 1   # a quick check
 Timings move with the machine's load: each configuration runs twice, interleaved, and the load is printed.
 """
 
+import argparse
 import copy
 import os
 import sys
@@ -36,8 +38,8 @@ def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def precision() -> None:
-    texts = sentences(1500)
+def precision(count: int, rounds: int) -> None:
+    texts = sentences(count)
     fp32 = SentenceTransformerEmbedder(precision="fp32", workers=1)
     reference = fp32.embed(texts)
     module = fp32._encoder.module
@@ -55,7 +57,7 @@ def precision() -> None:
             embedder._encoder.module = quantize_dynamic(copy.deepcopy(variant[1]), spec, dtype=torch.qint8)
         else:
             embedder = variant
-        for round_ in range(2):
+        for round_ in range(rounds):
             began = time.perf_counter()
             fp32.embed(texts)
             fp32_seconds = time.perf_counter() - began
@@ -71,10 +73,10 @@ def precision() -> None:
             )
 
 
-def threads() -> None:
-    texts = sentences(2400)
+def threads(count: int, rounds: int) -> None:
+    texts = sentences(count)
     embedder = SentenceTransformerEmbedder(precision="bf16", workers=1)
-    lengths = [len(ids) for ids in embedder._tokenizer(texts)["input_ids"]]
+    lengths = embedder._encoder.token_lengths(texts)
     layouts = {
         "64 texts per batch": [
             sorted(range(len(texts)), key=lambda i: lengths[i])[i : i + 64] for i in range(0, len(texts), 64)
@@ -82,7 +84,7 @@ def threads() -> None:
         "4096-token budget": plan_batches(lengths, max_texts=4096, max_tokens=4096),
     }
     embedder.embed(texts[:64])
-    for round_ in range(2):
+    for round_ in range(rounds):
         for torch_threads, workers in ((2, 1), (1, 1), (1, 2)):
             torch.set_num_threads(torch_threads)
             for name, batches in layouts.items():
@@ -97,5 +99,19 @@ def threads() -> None:
                 )
 
 
+EXPERIMENTS = {"precision": (precision, 1500), "threads": (threads, 2400)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiments", nargs="*", choices=sorted(EXPERIMENTS), default=["precision"])
+    parser.add_argument("--sentences", type=int, default=None, help="sentences to embed (default 1500 / 2400)")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    for name in args.experiments:
+        run, count = EXPERIMENTS[name]
+        run(args.sentences or count, args.rounds)
+
+
 if __name__ == "__main__":
-    {"precision": precision, "threads": threads}[sys.argv[1] if len(sys.argv) > 1 else "precision"]()
+    main()

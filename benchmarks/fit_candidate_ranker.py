@@ -35,6 +35,7 @@ def main() -> int:
     parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation of the logistic regression")
     parser.add_argument("--out", type=Path, help="write the cross-validation figures (JSON) here")
     parser.add_argument("--gbm", action="store_true", help="also cross-validate a gradient-boosted ranker")
+    parser.add_argument("--questions", type=int, help="every k-th question, about this many (default all)")
     parser.add_argument(
         "--fixed-reliance",
         action="store_true",
@@ -48,6 +49,9 @@ def main() -> int:
     from granrag_mcp.settings import Settings
 
     qa = load_squad(args.squad)
+    questions = qa.questions
+    if args.questions:  # spread over the file, so that every article keeps questions for the folds
+        questions = questions[:: max(1, len(questions) // args.questions)]
     if args.cache.exists():
         data = Dataset.load(args.cache)
     else:
@@ -59,7 +63,7 @@ def main() -> int:
         embedder = CachedEmbedder(make_embedder(settings))
         view = Engine(settings, embedder=embedder).view()
         began = time.perf_counter()
-        vectors = embedder.embed([q.question.strip() for q in qa.questions])
+        vectors = embedder.embed([q.question.strip() for q in questions])
         last = [0.0]
 
         def progress(done: int, total: int) -> None:
@@ -67,7 +71,7 @@ def main() -> int:
                 last[0] = time.perf_counter()
                 print(f"{done}/{total} questions, {last[0] - began:.0f} s", file=sys.stderr, flush=True)
 
-        data = collect(view, qa.questions, vectors, progress)
+        data = collect(view, questions, vectors, progress)
         data.save(args.cache)
         print(f"collected in {time.perf_counter() - began:.0f} s", file=sys.stderr)
     hrr_features, chunk_features = data.feature_sets()
@@ -89,7 +93,7 @@ def main() -> int:
         ranker = fit_ranker(
             data,
             args.name,
-            f"SQuAD v1.1 dev, {args.squad.name} ({len(qa.questions)} questions, "
+            f"SQuAD v1.1 dev, {args.squad.name} ({len(questions)} questions, "
             f"{len(set(data.groups.tolist()))} articles)",
             c=args.c,
         )

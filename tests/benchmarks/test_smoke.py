@@ -74,6 +74,7 @@ TINY = {
     "bench_extract.py": ["--rounds", "1"],
     "bench_filters.py": ["--squad", "{squad}", "--articles", "2", "--questions", "4"],
     "bench_graph.py": ["latency", "--store", "{store}", "--questions", "4", "--calls", "4"],
+    "bench_http_guards.py": ["--hold", "1", "--drippers", "2"],
     "bench_hostile_inputs.py": ["--cases", "tiny_sentences", "--limit-s", "300"],
     "bench_index.py": ["--modes", "mean", "--squad", "{squad}", "--no-save"],
     "bench_result_size.py": ["--articles", "2", "--questions", "2", "--squad", "{squad}", "--no-save"],
@@ -92,6 +93,11 @@ TINY = {
     "bench_watch.py": ["--reads", "50"],
     "bench_watch_idle.py": ["--idle", "2", "--trials", "1"],
     "make_mixed_corpus.py": ["{tmp}", "--squad", "{squad}"],
+    "capture_example_session.py": [],
+    "experiment_batching.py": ["--rounds", "1", "--sentences", "40"],
+    "experiment_embedding.py": ["precision", "threads", "--sentences", "24", "--rounds", "1"],
+    "fit_candidate_ranker.py": ["--squad", "{squad}", "--store", "{store}", "--cache", "{tmp}-features.npz"]
+    + ["--out", "{tmp}-cv.json", "--questions", "40"],
     "experiment_int8.py": [],
     "fit_token_basis.py": ["--out", "{tmp}-basis.npy"],
     "report.py": ["--print"],
@@ -106,12 +112,7 @@ NEEDS = {
     "bench_ray.py": "ray",
 }
 NOT_RUN = {
-    "bench_gpu.py": "measures a CUDA device against the CPU",
-    "bench_http_guards.py": "holds slow HTTP clients for seconds by design; its guards are tested in tests/server/",
-    "capture_example_session.py": "rewrites the example session in docs/ (its run is the docs' own check)",
-    "experiment_batching.py": "embeds the whole corpus in three arms; the batching rule is tested in tests/embedding/",
-    "experiment_embedding.py": "embeds 1,500 sentences in eight configurations",
-    "fit_candidate_ranker.py": "fits on features of a full evaluation store",
+    "bench_gpu.py": "measures a CUDA device against the CPU (it exits at once where torch sees none)",
 }
 """Scripts no smoke test runs, and why (each still has its imports and --help checked)."""
 HELPERS = {"_common.py", "squad_corpus.py", "html_selectolax.py"}  # imported by the scripts, not run
