@@ -91,6 +91,7 @@ TINY = {
     "bench_tool_list.py": ["--no-save"],
     "bench_watch.py": ["--reads", "50"],
     "bench_watch_idle.py": ["--idle", "2", "--trials", "1"],
+    "hrr_misses.py": ["--squad", "{squad}", "--store", "{store}", "--sample", "4", "--no-save"],
     "make_mixed_corpus.py": ["{tmp}", "--squad", "{squad}"],
     "experiment_int8.py": [],
     "fit_token_basis.py": ["--out", "{tmp}-basis.npy"],
