@@ -112,6 +112,7 @@ NOT_RUN = {
     "capture_example_session.py": "rewrites the example session in docs/ (its run is the docs' own check)",
     "experiment_batching.py": "embeds the whole corpus in three arms; the batching rule is tested in tests/embedding/",
     "experiment_embedding.py": "embeds 1,500 sentences in eight configurations",
+    "experiment_hrr_features.py": "fits models on the features of two full evaluation stores",
     "fit_candidate_ranker.py": "fits on features of a full evaluation store",
 }
 """Scripts no smoke test runs, and why (each still has its imports and --help checked)."""
