@@ -6,9 +6,11 @@ For every question it runs HRR's candidate stage as `hrr_search` does (the store
 reports: candidate recall (the share of questions whose answer's mid chunk is among the first 5, 10, 20, 40
 candidates, or anywhere), the misses at 5 by what the first five held instead (the neighbouring chunk, another
 chunk of the answer's paper, only other papers), the broad and mid HR@5 / MRR@5 with the candidates of the
-answer's own document only (a ceiling for any document prior), and broad MRR@5 by the question's specificity
-(how many documents hold its rarest term). The store must hold the QA set's corpus (`granrag-mcp eval --squad
-FILE --store STORE` builds it). Writes benchmarks/results/NAME.json unless --no-save.
+answer's own document only (a ceiling for any document prior), how often the answer's document comes first by
+HRR's first candidate and by BM25 of the question against whole documents (a document prior without labels), and
+broad MRR@5 by the question's specificity (how many documents hold its rarest term). The store must hold the QA
+set's corpus (`granrag-mcp eval --squad FILE --store STORE` builds it). Writes benchmarks/results/NAME.json unless
+--no-save.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def main() -> int:
     from granrag_mcp.evaluation.strategies import CachedEmbedder
     from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, RESULT_LEVEL, hrr_candidates
     from granrag_mcp.settings import Settings
-    from granrag_mcp.store.lexical import analyse
+    from granrag_mcp.store.lexical import LexicalIndex, analyse
 
     began = time.perf_counter()
     settings = Settings(store=args.store)
@@ -57,10 +59,10 @@ def main() -> int:
     embedder.embed([q.question.strip() for q in questions])
     candidates_level = view.catalog.chunks_of_level(CANDIDATE_LEVEL)
     parents = {c.id: c for c in view.catalog.chunks_of_level(RESULT_LEVEL)}
-    documents = {
-        info.doc_id: frozenset(analyse(view.catalog.document_text(info.doc_id) or ""))
-        for info in view.catalog.documents()
-    }
+    texts = {info.doc_id: view.catalog.document_text(info.doc_id) or "" for info in view.catalog.documents()}
+    documents = {doc_id: frozenset(analyse(text)) for doc_id, text in texts.items()}
+    names = list(texts)
+    whole = LexicalIndex.build(list(range(len(names))), list(texts.values()))  # BM25 of whole documents
 
     def parent_rank(kept: list, q) -> int | None:
         """Rank of the first parent holding the answer, the parents in their first child's order (hrr_search's)."""
@@ -71,6 +73,7 @@ def main() -> int:
         )
 
     rankings, answers, mid_ranks, broad_ranks, own_mid, own_broad, specificity = [], [], [], [], [], [], []
+    first_document = {"hrr_search": 0, "BM25 over whole documents": 0}
     for q in questions:
         _, hits = hrr_candidates(view, q.question)
         chunks = [hit.chunk for hit in hits]
@@ -88,6 +91,9 @@ def main() -> int:
         broad_ranks.append(parent_rank(chunks, q))
         own_broad.append(parent_rank(own, q))
         specificity.append(rarest_document_count(analyse(q.question), documents))
+        first_document["hrr_search"] += bool(chunks) and chunks[0].doc_id == q.doc_id
+        best = whole.search(q.question, 1)
+        first_document["BM25 over whole documents"] += bool(best) and names[best[0][0]] == q.doc_id
 
     def figures(ranks: list) -> dict[str, float]:
         return {"HR@5": round(hit_rate(ranks, 5), 4), "MRR@5": round(mrr(ranks, 5), 4)}
@@ -102,6 +108,7 @@ def main() -> int:
         "candidate_recall": {k: round(v, 4) for k, v in candidate_recall(mid_ranks).items()},
         "misses_at_5": miss_table(rankings, answers, 5),
         "answer_document_only": {"broad": figures(own_broad), "mid": figures(own_mid)},
+        "answer_document_first": {name: round(n / len(questions), 4) for name, n in first_document.items()},
         "broad_by_specificity": {
             label: {key: round(value, 4) for key, value in row.items()}
             for label, row in by_specificity(broad_ranks, specificity, 5).items()
