@@ -5,12 +5,12 @@
 For every question it runs HRR's candidate stage as `hrr_search` does (the store's candidate ranker included) and
 reports: candidate recall (the share of questions whose answer's mid chunk is among the first 5, 10, 20, 40
 candidates, or anywhere), the misses at 5 by what the first five held instead (the neighbouring chunk, another
-chunk of the answer's paper, only other papers), the broad and mid HR@5 / MRR@5 with the candidates of the
-answer's own document only (a ceiling for any document prior), how often the answer's document comes first by
-HRR's first candidate and by BM25 of the question against whole documents (a document prior without labels), and
-broad MRR@5 by the question's specificity (how many documents hold its rarest term). The store must hold the QA
-set's corpus (`granrag-mcp eval --squad FILE --store STORE` builds it). Writes benchmarks/results/NAME.json unless
---no-save.
+chunk of the answer's paper, only other papers), how many answers start where two mid chunks overlap, the broad
+and mid HR@5 / MRR@5 with the candidates of the answer's own document only (a ceiling for any document prior), how
+often the answer's document comes first by HRR's first candidate and by BM25 of the question against whole
+documents (a document prior without labels), and broad MRR@5 by the question's specificity (how many documents
+hold its rarest term). The store must hold the QA set's corpus (`granrag-mcp eval --squad FILE --store STORE`
+builds it). Writes benchmarks/results/NAME.json unless --no-save.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ def main() -> int:
         "hrr": {"broad": figures(broad_ranks), "mid": figures(mid_ranks)},
         "candidate_recall": {k: round(v, 4) for k, v in candidate_recall(mid_ranks).items()},
         "misses_at_5": miss_table(rankings, answers, 5),
+        "answers_in_overlapping_chunks": sum(len(answer) > 1 for answer in answers),
         "answer_document_only": {"broad": figures(own_broad), "mid": figures(own_mid)},
         "answer_document_first": {name: round(n / len(questions), 4) for name, n in first_document.items()},
         "broad_by_specificity": {
