@@ -92,10 +92,13 @@ TINY = {
     "bench_tool_list.py": ["--no-save"],
     "bench_watch.py": ["--reads", "50"],
     "bench_watch_idle.py": ["--idle", "2", "--trials", "1"],
+    "hrr_misses.py": ["--squad", "{squad}", "--store", "{store}", "--sample", "4", "--no-save"],
     "make_mixed_corpus.py": ["{tmp}", "--squad", "{squad}"],
     "capture_example_session.py": [],
     "experiment_batching.py": ["--rounds", "1", "--sentences", "40"],
     "experiment_embedding.py": ["precision", "threads", "--sentences", "24", "--rounds", "1"],
+    "experiment_hrr_features.py": ["--train", "{squad}", "--train-store", "{store}", "--train-sample", "40"]
+    + ["--test", "{squad}", "--test-store", "{store}", "--test-sample", "40", "--no-save"],
     "fit_candidate_ranker.py": ["--squad", "{squad}", "--store", "{store}", "--cache", "{tmp}-features.npz"]
     + ["--out", "{tmp}-cv.json", "--questions", "40"],
     "experiment_int8.py": [],
