@@ -7,7 +7,9 @@ one sentence's content words (about half of them, in their order), which is what
 sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. Each fusion's lists
 are built once per pseudo-query and fused under a grid of dense shares; the share whose fused MRR@10 is best is
 kept, but the fixed default (equal weights) stays unless another share is better by more than the paired noise
-of the sample. The same choice scales the candidate ranker's embedding features against its lexical ones.
+of the sample. The same choice scales the candidate ranker's embedding features against its lexical ones. With the
+weights set, `search_fused`'s and the single-level fusions' RRF constant and the depth of their dense lists are
+chosen on the same pseudo-queries (`fusion_shape.py`).
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
 from granrag_mcp.retrieval.level_search import LEVEL_DEPTH, level_fusion
 from granrag_mcp.retrieval.ranking.fusion_shape import (
-    DENSE_DEPTHS,
     ByDepth,
     choose,
     choose_shape,
+    dense_depths,
     is_dense,
     reciprocal_rank,
 )
@@ -217,18 +219,22 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
         **{level_fusion(lv): ([], [], LEVEL_DEPTH) for lv in LEVELS},
     }
     hrr_runs: list[tuple[PseudoQuery, np.ndarray, dict[str, Scored]]] = []
+    level_depths = dense_depths(LEVEL_DEPTH)
     for query, vector in zip(queries, vectors):
         by_depth = {
             depth: rrf_lists(view, query.text, vector, CANDIDATE_LEVEL, _dense_at(RRF_LISTS, depth, RRF_DEPTH), True)
-            for depth in DENSE_DEPTHS
+            for depth in dense_depths(RRF_DEPTH)
         }
         _add(shaped[RRF_FUSION], by_depth, query.targets[CANDIDATE_LEVEL])
         runs = [(RRF_FUSION, by_depth[RRF_DEPTH], CANDIDATE_LEVEL, 60)]
         for level in LEVELS:
             dense_name, lexical_name = list_name(level, "dense"), list_name(level, "lexical")
-            dense, lexical = view.dense(level, vector, max(DENSE_DEPTHS)), view.lexical(level, query.text, DEPTH)
+            deepest = max(DEPTH, *level_depths)
+            dense, lexical = view.dense(level, vector, deepest), view.lexical(level, query.text, DEPTH)
             runs.append((level_fusion(level), {dense_name: dense[:DEPTH], lexical_name: lexical}, level, 60))
-            levels = {d: {dense_name: dense[:d], lexical_name: lexical[:LEVEL_DEPTH]} for d in DENSE_DEPTHS}
+            levels = {
+                d: {dense_name: dense[:d], lexical_name: lexical[:LEVEL_DEPTH]} for d in dense_depths(LEVEL_DEPTH)
+            }
             _add(shaped[level_fusion(level)], levels, query.targets[level])
         if view.reranker is not None:
             lists, _ = hrr_lists(view, query.text, vector)

@@ -16,14 +16,18 @@ from typing import TypeVar
 
 import numpy as np
 
-from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
 from granrag_mcp.retrieval.view import Scored
 
 CUTOFF = 10
 RRF_KS = (60, 40, 30, 20)
 """The RRF constants tried; the first is the fixed default."""
-DENSE_DEPTHS = (10, 20, 30, 60)
-"""The dense lists' depths for ten hits tried (the fusion's own default among them)."""
+
+
+def dense_depths(default: int) -> tuple[int, ...]:
+    """The dense lists' depths for ten hits tried: a third of the fusion's default, the default, and twice it."""
+    return (max(default // 3, 1), default, 2 * default)
+
 
 Option = TypeVar("Option", int, float)
 
@@ -54,14 +58,25 @@ def is_dense(list_name_: str) -> bool:
     return list_name_.endswith("_dense") or list_name_ == "rerank"
 
 
+def target_rank(lists: Mapping[str, Scored], weights: Mapping[str, float], k: int, target: int) -> int | None:
+    """The rank `reciprocal_rank_fusion` gives `target` (ties counted against it), None where no list holds it:
+    its fused score against every other key's, without building the fused list."""
+    scores: dict[int, float] = {}
+    for name, ranked in lists.items():
+        weight = weights.get(name, 0.0)
+        for rank, key in enumerate(dict.fromkeys(key for key, _ in ranked), start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    if target not in scores:
+        return None
+    mine = scores.pop(target)
+    return 1 + sum(1 for score in scores.values() if score >= mine)
+
+
 def _mrr(
     runs: Sequence[Mapping[str, Scored]], targets: Sequence[int], weights: Mapping[str, float], k: int
 ) -> np.ndarray:
-    out = []
-    for lists, target in zip(runs, targets):
-        fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in weights.items() if n in lists}, k=k)
-        out.append(reciprocal_rank([item.key for item in fused], target))
-    return np.array(out)
+    ranks = (target_rank(lists, weights, k, target) for lists, target in zip(runs, targets))
+    return np.array([1.0 / rank if rank is not None and rank <= CUTOFF else 0.0 for rank in ranks])
 
 
 def choose_shape(
@@ -74,7 +89,9 @@ def choose_shape(
         return None
     at_default = [run[default_depth] for run in runs]
     rrf_k, by_k = choose({k: _mrr(at_default, targets, weights, k) for k in RRF_KS}, DEFAULT_RRF_K)
-    by_depth_runs = {depth: _mrr([run[depth] for run in runs], targets, weights, int(rrf_k)) for depth in DENSE_DEPTHS}
+    by_depth_runs = {
+        depth: _mrr([run[depth] for run in runs], targets, weights, rrf_k) for depth in dense_depths(default_depth)
+    }
     depth, by_depth = choose(by_depth_runs, default_depth)
     measured = {"rrf_k": int(rrf_k), "depth": int(depth), "mrr_by_rrf_k": by_k, "mrr_by_depth": by_depth}
     return int(rrf_k), {name: int(depth) for name in dense}, measured
