@@ -5,7 +5,8 @@ adapted weights against the fixed defaults, alternating question by question in 
         --questions 200 --out benchmarks/results/adaptation.json
 
 The store must hold the set's corpus. Each question is embedded once beforehand, so the arms differ only in the
-weights and, for search_fused at mid, in the fixed-default arm's four lists against the adapted arm's six.
+weights, list depths and RRF constants and, for search_fused at mid, in the fixed-default arm's four lists against
+the adapted arm's six.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def main() -> int:
         "adapt_seconds": round(adapt_seconds, 2),
         "pseudo_queries": adaptation.pseudo_queries,
         "shares": {k: v["share"] for k, v in adaptation.measured.items() if isinstance(v, dict) and "share" in v},
+        "rrf_k": dict(adaptation.rrf_ks),
+        "dense_depths": {fusion: max(depths.values()) for fusion, depths in adaptation.depths.items() if depths},
         "ranker_dense_scale": adaptation.ranker_dense_scale,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
         "loadavg": Path("/proc/loadavg").read_text().split()[:3],

@@ -77,21 +77,28 @@ def rrf_constant(view: View, rrf_k: int | None) -> int:
     return adapted or DEFAULT_RRF_K
 
 
-def rrf_lists(
+def rrf_searches(
     view: View, query: str, vector: np.ndarray, level: Level, depth: int | Mapping[str, int], lexical: bool
-) -> dict[str, Scored]:
-    """The dense (and BM25) lists of the top and finest levels, each hit mapped to `level`; `depth` is every
-    list's, or each list's by name."""
+) -> dict[Level, dict[str, Scored]]:
+    """The searches `rrf_lists` maps, by the level searched: the dense (and BM25) lists of the top and finest
+    levels and, for a level between them, its own; `depth` is every list's, or each list's by name."""
 
     def deep(name: str) -> int:
         return depth if isinstance(depth, int) else depth[name]
 
     raw: dict[Level, dict[str, Scored]] = {}
-    for source in FUSED_LEVELS:
+    for source in (*FUSED_LEVELS, *([] if level in FUSED_LEVELS else [level])):
         dense_name, lexical_name = list_name(source, "dense"), list_name(source, "lexical")
         raw[source] = {dense_name: view.dense(source, vector, deep(dense_name))}
         if lexical:
             raw[source][lexical_name] = view.lexical(source, query, deep(lexical_name))
+    return raw
+
+
+def rrf_mapped(
+    view: View, raw: Mapping[Level, Mapping[str, Scored]], level: Level, vector: np.ndarray
+) -> dict[str, Scored]:
+    """The searched lists with each hit mapped to `level` (the level's own lists as they are)."""
     lists = view.map_lists(raw[FINEST], FINEST, level, vector)
     # A top-level hit stands for the descendant the sentences point to most strongly (else the closest vector).
     evidence: dict[int, int] = {}
@@ -99,11 +106,15 @@ def rrf_lists(
         for position, (chunk_id, _) in enumerate(mapped):
             evidence[chunk_id] = min(evidence.get(chunk_id, position), position)
     lists.update(view.map_lists(raw[TOP], TOP, level, vector, evidence))
-    if level not in FUSED_LEVELS:  # the asked level's own lists
-        lists[list_name(level, "dense")] = view.dense(level, vector, deep(list_name(level, "dense")))
-        if lexical:
-            lists[list_name(level, "lexical")] = view.lexical(level, query, deep(list_name(level, "lexical")))
+    lists.update(raw.get(level, {}) if level not in FUSED_LEVELS else {})
     return lists
+
+
+def rrf_lists(
+    view: View, query: str, vector: np.ndarray, level: Level, depth: int | Mapping[str, int], lexical: bool
+) -> dict[str, Scored]:
+    """The dense (and BM25) lists of the top and finest levels, each hit mapped to `level`, and the level's own."""
+    return rrf_mapped(view, rrf_searches(view, query, vector, level, depth, lexical), level, vector)
 
 
 def search_rrf(

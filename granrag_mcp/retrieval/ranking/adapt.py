@@ -42,7 +42,7 @@ from granrag_mcp.retrieval.ranking.fusion_shape import (
 )
 from granrag_mcp.retrieval.ranking.rank import hrr_table
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
-from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_lists
+from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_mapped, rrf_searches
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
 from granrag_mcp.store.adaptation import Adaptation, write_adaptation
 from granrag_mcp.store.lexical import STOPWORDS, analyse
@@ -219,12 +219,11 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
         **{level_fusion(lv): ([], [], LEVEL_DEPTH) for lv in LEVELS},
     }
     hrr_runs: list[tuple[PseudoQuery, np.ndarray, dict[str, Scored]]] = []
-    level_depths = dense_depths(LEVEL_DEPTH)
+    level_depths, rrf_depths = dense_depths(LEVEL_DEPTH), dense_depths(RRF_DEPTH)
     for query, vector in zip(queries, vectors):
-        by_depth = {
-            depth: rrf_lists(view, query.text, vector, CANDIDATE_LEVEL, _dense_at(RRF_LISTS, depth, RRF_DEPTH), True)
-            for depth in dense_depths(RRF_DEPTH)
-        }
+        # searched once as deep as the deepest option: a shallower FAISS list is a prefix of a deeper one
+        raw = rrf_searches(view, query.text, vector, CANDIDATE_LEVEL, _dense_at(RRF_LISTS, rrf_depths[-1], DEPTH), True)
+        by_depth = {depth: rrf_mapped(view, _cut(raw, depth), CANDIDATE_LEVEL, vector) for depth in rrf_depths}
         _add(shaped[RRF_FUSION], by_depth, query.targets[CANDIDATE_LEVEL])
         runs = [(RRF_FUSION, by_depth[RRF_DEPTH], CANDIDATE_LEVEL, 60)]
         for level in LEVELS:
@@ -271,6 +270,14 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
 def _dense_at(names: Sequence[str], depth: int, default: int) -> dict[str, int]:
     """Each list's depth: `depth` for the dense lists, `default` for the lexical ones."""
     return {name: depth if is_dense(name) else default for name in names}
+
+
+def _cut(raw: Mapping[Level, Mapping[str, Scored]], depth: int) -> dict[Level, dict[str, Scored]]:
+    """The searches with their dense lists cut to `depth`."""
+    return {
+        lv: {n: list(hits[:depth]) if is_dense(n) else list(hits) for n, hits in lists.items()}
+        for lv, lists in raw.items()
+    }
 
 
 def _add(into: tuple[list[ByDepth], list[int], int], by_depth: ByDepth, target: int) -> None:
