@@ -3,6 +3,7 @@ adapted weights against the fixed defaults, alternating question by question in 
 
     python benchmarks/bench_adaptation.py --squad ../shared/datasets/covidqa-a.json --store STORE_DIR \
         --questions 200 --out benchmarks/results/adaptation.json
+    python benchmarks/bench_adaptation.py --squad ../shared/datasets/covidqa-a.json --store STORE_DIR --adapt-only
 
 The store must hold the set's corpus. Each question is embedded once beforehand, so the arms differ only in the
 weights, list depths and RRF constants and, for search_fused at mid, in the fixed-default arm's four lists against
@@ -28,6 +29,7 @@ def main() -> int:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--adapt-only", action="store_true", help="time the adaptation alone and print its seconds")
     args = parser.parse_args()
 
     import faiss
@@ -55,6 +57,9 @@ def main() -> int:
     began = time.perf_counter()
     adaptation = adapt(fixed)
     adapt_seconds = time.perf_counter() - began
+    if args.adapt_only:
+        print(json.dumps({"adapt_seconds": round(adapt_seconds, 2), "loadavg": Path("/proc/loadavg").read_text()[:14]}))
+        return 0
     adapted = View(
         snapshot,
         embedder,
