@@ -6,8 +6,7 @@ adapted weights against the fixed defaults, alternating question by question in 
     python benchmarks/bench_adaptation.py --squad ../shared/datasets/covidqa-a.json --store STORE_DIR --adapt-only
 
 The store must hold the set's corpus. Each question is embedded once beforehand, so the arms differ only in the
-weights, list depths and RRF constants and, for search_fused at mid, in the fixed-default arm's four lists against
-the adapted arm's six.
+weights, list depths and RRF constants.
 """
 
 from __future__ import annotations
