@@ -3,9 +3,10 @@ adapted weights against the fixed defaults, alternating question by question in 
 
     python benchmarks/bench_adaptation.py --squad ../shared/datasets/covidqa-a.json --store STORE_DIR \
         --questions 200 --out benchmarks/results/adaptation.json
+    python benchmarks/bench_adaptation.py --squad ../shared/datasets/covidqa-a.json --store STORE_DIR --adapt-only
 
 The store must hold the set's corpus. Each question is embedded once beforehand, so the arms differ only in the
-weights and, for search_fused at mid, in the fixed-default arm's four lists against the adapted arm's six.
+weights, list depths and RRF constants.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def main() -> int:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--adapt-only", action="store_true", help="time the adaptation alone and print its seconds")
     args = parser.parse_args()
 
     import faiss
@@ -54,6 +56,9 @@ def main() -> int:
     began = time.perf_counter()
     adaptation = adapt(fixed)
     adapt_seconds = time.perf_counter() - began
+    if args.adapt_only:
+        print(json.dumps({"adapt_seconds": round(adapt_seconds, 2), "loadavg": Path("/proc/loadavg").read_text()[:14]}))
+        return 0
     adapted = View(
         snapshot,
         embedder,
@@ -85,6 +90,8 @@ def main() -> int:
         "adapt_seconds": round(adapt_seconds, 2),
         "pseudo_queries": adaptation.pseudo_queries,
         "shares": {k: v["share"] for k, v in adaptation.measured.items() if isinstance(v, dict) and "share" in v},
+        "rrf_k": dict(adaptation.rrf_ks),
+        "dense_depths": {fusion: max(depths.values()) for fusion, depths in adaptation.depths.items() if depths},
         "ranker_dense_scale": adaptation.ranker_dense_scale,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
         "loadavg": Path("/proc/loadavg").read_text().split()[:3],

@@ -18,7 +18,8 @@ character. All strategies run through the same retrieval core as the MCP tools, 
 embedded once.
 
 With --squad FILE the corpus (one document per article, <title>.txt, paragraphs joined by a blank line) is
-indexed into --store first when the store does not hold it yet, so the whole evaluation is one command.
+indexed into --store first when the store does not hold it yet, so the whole evaluation is one command. With
+several files each set is evaluated on its own, in its own store (STORE/<file name>), into its own table.
 With --qa FILE.jsonl the store must already hold the documents the questions name.
 
 When the store has a concept graph, a second table compares the graph tools with flat search on questions
@@ -34,6 +35,7 @@ examples:
   granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store
   granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store --sample 500 --seed 1
   granrag-mcp eval --squad squad-dev.json --store /tmp/eval-store-windows --vector-mode windows
+  granrag-mcp eval --squad squad-dev.json covidqa.json --store /tmp/eval-stores --skip-graph
   granrag-mcp eval --qa questions.jsonl --store ./index_store --strategies base,rrf,hrr --skip-graph
 
 JSONL lines: {"question": "...", "doc_id": "<document id in the store>", "answer_start": 120,
@@ -78,8 +80,12 @@ def add_eval_parser(
     source.add_argument(
         "--squad",
         type=Path,
+        nargs="+",
+        action="extend",
         metavar="FILE",
-        help="QA set in SQuAD JSON format; its articles are indexed into --store if needed",
+        help="QA set(s) in SQuAD JSON format; their articles are indexed into --store if needed. Several files "
+        "(or the flag repeated) give one table each, every set in its own store and report folder named after "
+        "the file (STORE/<name>, OUT/<name>)",
     )
     source.add_argument(
         "--qa",

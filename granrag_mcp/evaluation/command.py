@@ -113,7 +113,45 @@ def _command_line() -> str:
     return "granrag-mcp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "granrag-mcp eval"
 
 
+def set_name(path: Path) -> str:
+    """A QA set's name in the folders of a run over several sets: its file name without the suffix."""
+    return path.stem
+
+
 def cmd_eval(args: argparse.Namespace, settings) -> int:
+    """Evaluate each QA set into its own table: one --squad file as it is, several each in its own store and
+    report folder under --store and --out, named after the file."""
+    from granrag_mcp.errors import InvalidInputError
+
+    files = args.squad if isinstance(args.squad, list) else [args.squad] if args.squad is not None else []
+    if len(files) <= 1:
+        return evaluate_set(argparse.Namespace(**{**vars(args), "squad": files[0] if files else None}), settings)
+    names = [set_name(path) for path in files]
+    if len(set(names)) < len(names):
+        raise InvalidInputError(f"the --squad files {names} need different names: each gets a store of its name")
+    if args.fit_ranker:
+        raise InvalidInputError("--fit-ranker fits on one QA set: pass one --squad file")
+    out = args.out or Path("reports") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    for path, name in zip(files, names):
+        print(f"\n{path.name} (store {settings.store / name})")
+        code = evaluate_set(
+            argparse.Namespace(
+                **{
+                    **vars(args),
+                    "squad": path,
+                    "out": out / name,
+                    "corpus_dir": args.corpus_dir / name if args.corpus_dir is not None else None,
+                }
+            ),
+            settings.model_copy(update={"store": settings.store / name}),
+        )
+        if code:
+            return code
+    return 0
+
+
+def evaluate_set(args: argparse.Namespace, settings) -> int:
+    """The run on one QA set (`args.squad` one file or None)."""
     from granrag_mcp.embedding.factory import make_embedder
     from granrag_mcp.engine import Engine
     from granrag_mcp.errors import InvalidInputError, StoreNotFoundError

@@ -63,7 +63,7 @@ BROAD, MID = EVAL_LEVELS
 NEEDED = 10  # the deepest cut-off reported (@10)
 DENSE_FETCH = 100  # first over-fetch of a dense list; doubled while too few distinct parents come out
 UNION_K = NEEDED  # hits asked from search_union (see `union` for why no more)
-RRF_K = NEEDED  # hits asked from search_rrf, as an MCP caller asking for 10 (its lists are 30 deep)
+RRF_K = NEEDED  # hits asked from search_rrf, as an MCP caller asking for 10 (its lists as deep as the store adapted)
 HRR_K = 50  # broad parents asked from hrr_search: all of them (at most rerank_n)
 
 STRATEGY_NOTES = {
@@ -77,8 +77,8 @@ STRATEGY_NOTES = {
     "Union": "`search_union(k=10)` (broad + sentences, what a caller asking for 10 hits gets): a sentence counts as "
     "its broad ancestor; mid column: a sentence counts as its mid parent, a broad hit as its best-matching mid "
     "descendant. Not over-fetched: a deeper call changes the head of the list.",
-    "RRF": "`search_rrf(k=10)` (dense + BM25 over the broad and narrow levels, lists 30 deep), level broad / "
-    "level mid.",
+    "RRF": "`search_rrf(k=10)` (dense + BM25 over the broad and narrow levels, the store's adapted depths and "
+    "constant), level broad / level mid.",
     "HRR": "`hrr_search` (30 sentences and 10 mids, 20 mid candidates reranked, mapped to broad parents); mid "
     "column: the reranked mid candidates.",
 }

@@ -16,6 +16,13 @@ from granrag_mcp.levels import Level
 K = TypeVar("K", bound=Hashable)
 
 DEFAULT_RRF_K = 60
+TEN_HITS = 10
+"""A list's depth is stored for a search of this many hits and grows in proportion for more."""
+
+
+def list_depth(per_ten: int, k: int) -> int:
+    """The depth of a list whose depth for ten hits is `per_ten`, in a search for `k` hits (at least `k`)."""
+    return max(k, math.ceil(per_ten * max(k, TEN_HITS) / TEN_HITS))
 
 
 @dataclass(frozen=True)
@@ -24,8 +31,17 @@ class FusionRequest:
 
     level: Level = "mid"  # the level of the returned chunks (union: its fine level)
     weights: Mapping[str, float] | None = None  # list name -> weight, over the store's adapted ones
-    rrf_k: int = DEFAULT_RRF_K
+    rrf_k: int | None = None  # None: the store's adapted constant (DEFAULT_RRF_K where it has none)
     lexical: bool = True  # include the BM25 lists
+
+
+@dataclass(frozen=True)
+class FusionUsed:
+    """What a fused search ran with, for its result: each list's weight and depth, and the RRF constant."""
+
+    weights: Mapping[str, float]
+    depths: Mapping[str, int]
+    rrf_k: int
 
 
 @dataclass(frozen=True, slots=True)

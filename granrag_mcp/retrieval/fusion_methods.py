@@ -1,7 +1,7 @@
 """The fusion methods of `search_fused`: one module each, behind one registry.
 
 A method is a module (or any object) with `SUMMARY`, `search(view, query, depth, request)` and
-`weights(view, request)`; the tool's `method` argument and its description are built from `FUSION_METHODS`, so a
+`used(view, depth, request)`; the tool's `method` argument and its description are built from `FUSION_METHODS`, so a
 new method is a new module in this package and its line below (plus its test in tests/retrieval/).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from granrag_mcp.retrieval import rrf, union
-from granrag_mcp.retrieval.fusion import FusionRequest
+from granrag_mcp.retrieval.fusion import FusionRequest, FusionUsed
 from granrag_mcp.retrieval.view import ScoredChunk, View
 
 
@@ -22,8 +22,8 @@ class FusionMethod(Protocol):
         """The best `depth` hits, best first."""
         ...
 
-    def weights(self, view: View, request: FusionRequest) -> dict[str, float] | None:
-        """The weight of every list the search fused (None: it fuses no weighted lists)."""
+    def used(self, view: View, depth: int, request: FusionRequest) -> FusionUsed | None:
+        """The weights, depths and RRF constant a search for `depth` hits fused with (None: it fuses no lists)."""
         ...
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from granrag_mcp.levels import Level, list_name
-from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, FusionUsed, list_depth, reciprocal_rank_fusion
 from granrag_mcp.retrieval.spans import dedupe_by_span
 from granrag_mcp.retrieval.view import ScoredChunk, View
+
+LEVEL_DEPTH = 20
+"""Each list's depth for ten hits where the store has not adapted it."""
 
 
 def level_fusion(level: Level) -> str:
@@ -24,24 +27,42 @@ def level_weights(view: View, level: Level, lexical: bool | None) -> dict[str, f
     return adapted or {list_name(level, "dense"): 1.0, list_name(level, "lexical"): 1.0}
 
 
+def level_used(
+    view: View, level: Level, k: int, lexical: bool | None, weights: Mapping[str, float] | None = None
+) -> FusionUsed | None:
+    """The weights, depths and RRF constant a search of one level for `k` hits fuses with (None: dense alone).
+    Each list reads its adapted depth for ten hits (else LEVEL_DEPTH), in proportion, and at least `k` + 10, the
+    room for the copies that dedupe_by_span removes."""
+    weights = dict(weights) if weights is not None else level_weights(view, level, lexical)
+    if weights is None:
+        return None
+    fusion = level_fusion(level)
+    adapted = view.adaptation.list_depths(fusion) if view.adaptation is not None else {}
+    names = (list_name(level, "dense"), list_name(level, "lexical"))
+    depths = {name: max(k + 10, list_depth(adapted.get(name, LEVEL_DEPTH), k)) for name in names}
+    rrf_k = view.adaptation.rrf_k(fusion) if view.adaptation is not None else None
+    return FusionUsed(weights, depths, rrf_k or DEFAULT_RRF_K)
+
+
 def search_level(
     view: View,
     query: str,
     level: Level,
     k: int,
     lexical: bool | None = False,
-    rrf_k: int = DEFAULT_RRF_K,
     weights: Mapping[str, float] | None = None,
 ) -> list[ScoredChunk]:
-    """Dense hits, or dense and BM25 fused (`level_weights`; `weights` given: those)."""
+    """Dense hits, or dense and BM25 fused (`level_used`; `weights` given: those)."""
     vector = view.query_vector(query)
-    depth = max(2 * k, k + 10)  # room for the copies that dedupe_by_span removes
-    weights = weights if weights is not None else level_weights(view, level, lexical)
-    dense = view.dense(level, vector, depth)
-    if weights is None:
-        return dedupe_by_span(view.scored_chunks(dense))[:k]
-    lists = {list_name(level, "dense"): dense, list_name(level, "lexical"): view.lexical(level, query, depth)}
-    fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
+    used = level_used(view, level, k, lexical, weights)
+    dense_name, lexical_name = list_name(level, "dense"), list_name(level, "lexical")
+    if used is None:
+        return dedupe_by_span(view.scored_chunks(view.dense(level, vector, max(2 * k, k + 10))))[:k]
+    lists = {
+        dense_name: view.dense(level, vector, used.depths[dense_name]),
+        lexical_name: view.lexical(level, query, used.depths[lexical_name]),
+    }
+    fused = reciprocal_rank_fusion(lists, weights=dict(used.weights), k=used.rrf_k)
     chunks = view.catalog.chunks([item.key for item in fused])
     hits = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
     return dedupe_by_span(hits)[:k]

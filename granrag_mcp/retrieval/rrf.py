@@ -3,13 +3,13 @@ mapped to the level asked for, fused by w / (k + rank)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, LEVEL_SPECS, TOP, Level, list_name
-from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, FusionRequest, reciprocal_rank_fusion
+from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, FusionRequest, FusionUsed, list_depth, reciprocal_rank_fusion
 from granrag_mcp.retrieval.spans import dedupe_by_span
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View, check_query
 
@@ -30,7 +30,9 @@ RRF_FACTORS: dict[str, float] = {
 }
 """Each list's weight where the store has not adapted them (1.0 for the lists not named)."""
 RRF_FUSION = "rrf"
-"""The name of this fusion's weights in a store's adaptation."""
+"""The name of this fusion's weights, depths and constant in a store's adaptation."""
+RRF_DEPTH = 30
+"""Each list's depth for ten hits where the store has not adapted it."""
 SUMMARY = "weighted reciprocal rank fusion of four lists"
 """This method as `search_fused` describes it (retrieval/fusion_methods.py)."""
 
@@ -61,13 +63,42 @@ def rrf_weights(
     return {name: chosen.get(name, 1.0) for name in present}
 
 
-def rrf_lists(view: View, query: str, vector: np.ndarray, level: Level, depth: int, lexical: bool) -> dict[str, Scored]:
-    """The dense (and BM25) lists of the top and finest levels, each hit mapped to `level`."""
+def rrf_depths(view: View, k: int, names: Iterable[str]) -> dict[str, int]:
+    """Each named list's depth for `k` hits: the store's adapted depth for ten hits (else RRF_DEPTH), in proportion."""
+    adapted = view.adaptation.list_depths(RRF_FUSION) if view.adaptation is not None else {}
+    return {name: list_depth(adapted.get(name, RRF_DEPTH), k) for name in names}
+
+
+def rrf_constant(view: View, rrf_k: int | None) -> int:
+    """The RRF constant: the caller's, else the store's adapted one, else DEFAULT_RRF_K."""
+    if rrf_k is not None:
+        return rrf_k
+    adapted = view.adaptation.rrf_k(RRF_FUSION) if view.adaptation is not None else None
+    return adapted or DEFAULT_RRF_K
+
+
+def rrf_searches(
+    view: View, query: str, vector: np.ndarray, level: Level, depth: int | Mapping[str, int], lexical: bool
+) -> dict[Level, dict[str, Scored]]:
+    """The searches `rrf_lists` maps, by the level searched: the dense (and BM25) lists of the top and finest
+    levels and, for a level between them, its own; `depth` is every list's, or each list's by name."""
+
+    def deep(name: str) -> int:
+        return depth if isinstance(depth, int) else depth[name]
+
     raw: dict[Level, dict[str, Scored]] = {}
-    for source in FUSED_LEVELS:
-        raw[source] = {list_name(source, "dense"): view.dense(source, vector, depth)}
+    for source in (*FUSED_LEVELS, *([] if level in FUSED_LEVELS else [level])):
+        dense_name, lexical_name = list_name(source, "dense"), list_name(source, "lexical")
+        raw[source] = {dense_name: view.dense(source, vector, deep(dense_name))}
         if lexical:
-            raw[source][list_name(source, "lexical")] = view.lexical(source, query, depth)
+            raw[source][lexical_name] = view.lexical(source, query, deep(lexical_name))
+    return raw
+
+
+def rrf_mapped(
+    view: View, raw: Mapping[Level, Mapping[str, Scored]], level: Level, vector: np.ndarray
+) -> dict[str, Scored]:
+    """The searched lists with each hit mapped to `level` (the level's own lists as they are)."""
     lists = view.map_lists(raw[FINEST], FINEST, level, vector)
     # A top-level hit stands for the descendant the sentences point to most strongly (else the closest vector).
     evidence: dict[int, int] = {}
@@ -75,11 +106,15 @@ def rrf_lists(view: View, query: str, vector: np.ndarray, level: Level, depth: i
         for position, (chunk_id, _) in enumerate(mapped):
             evidence[chunk_id] = min(evidence.get(chunk_id, position), position)
     lists.update(view.map_lists(raw[TOP], TOP, level, vector, evidence))
-    if level not in FUSED_LEVELS:  # the asked level's own lists
-        lists[list_name(level, "dense")] = view.dense(level, vector, depth)
-        if lexical:
-            lists[list_name(level, "lexical")] = view.lexical(level, query, depth)
+    lists.update(raw.get(level, {}) if level not in FUSED_LEVELS else {})
     return lists
+
+
+def rrf_lists(
+    view: View, query: str, vector: np.ndarray, level: Level, depth: int | Mapping[str, int], lexical: bool
+) -> dict[str, Scored]:
+    """The dense (and BM25) lists of the top and finest levels, each hit mapped to `level`, and the level's own."""
+    return rrf_mapped(view, rrf_searches(view, query, vector, level, depth, lexical), level, vector)
 
 
 def search_rrf(
@@ -88,19 +123,26 @@ def search_rrf(
     k: int,
     level: Level = "mid",
     weights: Mapping[str, float] | None = None,
-    rrf_k: int = DEFAULT_RRF_K,
+    rrf_k: int | None = None,
     lexical: bool = True,
     depth: int | None = None,
 ) -> list[ScoredChunk]:
-    """The fused hits; `weights` override the store's adapted weights (`View.fusion_weights`) list by list."""
+    """The fused hits; `weights` override the store's adapted weights (`View.fusion_weights`) list by list, `rrf_k`
+    its adapted constant, `depth` every list's adapted depth (`rrf_depths`)."""
     query = check_query(query)
-    weights = rrf_weights(view, weights, lexical, level)
+    used = rrf_used(view, k, FusionRequest(level, weights, rrf_k, lexical))
     vector = view.query_vector(query)
-    lists = rrf_lists(view, query, vector, level, depth or max(3 * k, 30), lexical)
-    fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in weights.items() if n in lists}, k=rrf_k)
+    lists = rrf_lists(view, query, vector, level, depth or used.depths, lexical)
+    fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in used.weights.items() if n in lists}, k=used.rrf_k)
     chunks = view.catalog.chunks([item.key for item in fused])
     hits = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
     return dedupe_by_span(hits)[:k]
+
+
+def rrf_used(view: View, k: int, request: FusionRequest) -> FusionUsed:
+    """The weights, depths and constant `search_rrf` runs with for `k` hits."""
+    chosen = rrf_weights(view, request.weights, request.lexical, request.level)
+    return FusionUsed(chosen, rrf_depths(view, k, chosen), rrf_constant(view, request.rrf_k))
 
 
 def search(view: View, query: str, depth: int, request: FusionRequest) -> list[ScoredChunk]:
@@ -110,5 +152,5 @@ def search(view: View, query: str, depth: int, request: FusionRequest) -> list[S
     )
 
 
-def weights(view: View, request: FusionRequest) -> dict[str, float]:
-    return rrf_weights(view, request.weights, request.lexical, request.level)
+def used(view: View, depth: int, request: FusionRequest) -> FusionUsed:
+    return rrf_used(view, depth, request)

@@ -39,6 +39,6 @@ def search(view: View, query: str, depth: int, request: FusionRequest) -> list[S
     return search_union(view, query, depth, fine_level="mid" if request.level == "mid" else FINEST)
 
 
-def weights(view: View, request: FusionRequest) -> None:
+def used(view: View, depth: int, request: FusionRequest) -> None:
     """Union fuses no weighted lists."""
     return None

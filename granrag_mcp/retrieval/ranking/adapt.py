@@ -7,7 +7,9 @@ one sentence's content words (about half of them, in their order), which is what
 sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. Each fusion's lists
 are built once per pseudo-query and fused under a grid of dense shares; the share whose fused MRR@10 is best is
 kept, but the fixed default (equal weights) stays unless another share is better by more than the paired noise
-of the sample. The same choice scales the candidate ranker's embedding features against its lexical ones.
+of the sample. The same choice scales the candidate ranker's embedding features against its lexical ones. With the
+weights set, `search_fused`'s and the single-level fusions' RRF constant and the depth of their dense lists are
+chosen on the same pseudo-queries (`fusion_shape.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,10 +31,18 @@ from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
-from granrag_mcp.retrieval.level_search import level_fusion
+from granrag_mcp.retrieval.level_search import LEVEL_DEPTH, level_fusion
+from granrag_mcp.retrieval.ranking.fusion_shape import (
+    ByDepth,
+    choose,
+    choose_shape,
+    dense_depths,
+    is_dense,
+    reciprocal_rank,
+)
 from granrag_mcp.retrieval.ranking.rank import hrr_table
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
-from granrag_mcp.retrieval.rrf import RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_lists
+from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_mapped, rrf_searches
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
 from granrag_mcp.store.adaptation import Adaptation, write_adaptation
 from granrag_mcp.store.lexical import STOPWORDS, analyse
@@ -53,13 +64,7 @@ REFERENCE_FILE = "reference.json"
 RANKER_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 """Factors tried on the candidate ranker's embedding coefficients; 1.0 is the shipped model."""
 DEPTH = 30
-CUTOFF = 10
 _WORD_CHARS = r"\w\w+"
-
-
-def is_dense(list_name_: str) -> bool:
-    """Whether a fused list ranks by the embedding model (dense search or the bi-encoder reranker)."""
-    return list_name_.endswith("_dense") or list_name_ == "rerank"
 
 
 def share_weights(names: Sequence[str], share: float, factors: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -132,24 +137,6 @@ def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0) -> list[P
         if len(out) == n:
             break
     return out
-
-
-def reciprocal_rank(ranked: Sequence[int], target: int) -> float:
-    for rank, chunk_id in enumerate(ranked[:CUTOFF], start=1):
-        if chunk_id == target:
-            return 1.0 / rank
-    return 0.0
-
-
-def choose(by_option: Mapping[float, np.ndarray], default: float) -> tuple[float, dict[str, float]]:
-    """The option with the best mean, unless the default is within the paired standard error of it (then the
-    default: a small sample must not move a tuned setting on noise). Also returns each option's mean."""
-    means = {option: float(values.mean()) for option, values in by_option.items()}
-    best = max(means, key=lambda option: (means[option], -abs(option - default)))
-    difference = by_option[best] - by_option[default]
-    noise = float(difference.std(ddof=1) / math.sqrt(len(difference))) if len(difference) > 1 else math.inf
-    chosen = default if means[best] - means[default] <= noise else best
-    return chosen, {str(option): round(mean, 4) for option, mean in means.items()}
 
 
 def fused_ranks(
@@ -227,15 +214,27 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
     names: dict[str, tuple[str, ...]] = {RRF_FUSION: RRF_LISTS, HRR_FUSION: HRR_LISTS}
     names.update({level_fusion(lv): (list_name(lv, "dense"), list_name(lv, "lexical")) for lv in LEVELS})
     alone: dict[str, dict[float, list[float]]] = {name: {0.0: [], 1.0: []} for name in names}
+    shaped: dict[str, tuple[list[ByDepth], list[int], int]] = {
+        RRF_FUSION: ([], [], RRF_DEPTH),
+        **{level_fusion(lv): ([], [], LEVEL_DEPTH) for lv in LEVELS},
+    }
     hrr_runs: list[tuple[PseudoQuery, np.ndarray, dict[str, Scored]]] = []
+    level_depths, rrf_depths = dense_depths(LEVEL_DEPTH), dense_depths(RRF_DEPTH)
     for query, vector in zip(queries, vectors):
-        runs = [(RRF_FUSION, rrf_lists(view, query.text, vector, CANDIDATE_LEVEL, DEPTH, True), CANDIDATE_LEVEL, 60)]
+        # searched once as deep as the deepest option: a shallower FAISS list is a prefix of a deeper one
+        raw = rrf_searches(view, query.text, vector, CANDIDATE_LEVEL, _dense_at(RRF_LISTS, rrf_depths[-1], DEPTH), True)
+        by_depth = {depth: rrf_mapped(view, _cut(raw, depth), CANDIDATE_LEVEL, vector) for depth in rrf_depths}
+        _add(shaped[RRF_FUSION], by_depth, query.targets[CANDIDATE_LEVEL])
+        runs = [(RRF_FUSION, by_depth[RRF_DEPTH], CANDIDATE_LEVEL, 60)]
         for level in LEVELS:
-            lists = {
-                list_name(level, "dense"): view.dense(level, vector, DEPTH),
-                list_name(level, "lexical"): view.lexical(level, query.text, DEPTH),
+            dense_name, lexical_name = list_name(level, "dense"), list_name(level, "lexical")
+            deepest = max(DEPTH, *level_depths)
+            dense, lexical = view.dense(level, vector, deepest), view.lexical(level, query.text, DEPTH)
+            runs.append((level_fusion(level), {dense_name: dense[:DEPTH], lexical_name: lexical}, level, 60))
+            levels = {
+                d: {dense_name: dense[:d], lexical_name: lexical[:LEVEL_DEPTH]} for d in dense_depths(LEVEL_DEPTH)
             }
-            runs.append((level_fusion(level), lists, level, 60))
+            _add(shaped[level_fusion(level)], levels, query.targets[level])
         if view.reranker is not None:
             lists, _ = hrr_lists(view, query.text, vector)
             hrr_runs.append((query, vector, lists))
@@ -245,20 +244,45 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
                 ranked = alone_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
                 alone[name][share].append(reciprocal_rank(ranked, query.targets[level]))
     weights: dict[str, dict[str, float]] = {}
-    measured: dict[str, object] = {"reference": reference.corpus}
+    measured: dict[str, Any] = {"reference": reference.corpus}
     for name, results in alone.items():
         if not results[1.0] or name not in reference.shares:
             continue
-        dense, lexical = float(np.mean(results[1.0])), float(np.mean(results[0.0]))
-        share = calibrated_share(reference, name, dense, lexical)
-        measured[name] = {"dense_mrr": round(dense, 4), "lexical_mrr": round(lexical, 4), "share": share}
+        dense_mrr, lexical_mrr = float(np.mean(results[1.0])), float(np.mean(results[0.0]))
+        share = calibrated_share(reference, name, dense_mrr, lexical_mrr)
+        measured[name] = {"dense_mrr": round(dense_mrr, 4), "lexical_mrr": round(lexical_mrr, 4), "share": share}
         weights[name] = share_weights(names[name], share, RRF_FACTORS if name == RRF_FUSION else None)
+    depths: dict[str, dict[str, int]] = {}
+    rrf_ks: dict[str, int] = {}
+    for name, (runs_by_depth, targets, default_depth) in shaped.items():
+        shape = choose_shape(runs_by_depth, targets, weights[name], default_depth) if name in weights else None
+        if shape is not None:
+            rrf_ks[name], depths[name], found = shape
+            measured[name] = {**measured[name], **found}
     scale = 1.0
     ranker = view.candidate_ranker
     if hrr_runs and ranker is not None and ranker.adapts_reliance and HRR_FUSION in weights:  # else unused
         scale, measured["ranker_mrr"] = _ranker_scale(view, hrr_runs, weights[HRR_FUSION])
     measured["seconds"] = round(time.perf_counter() - began, 2)
-    return Adaptation(weights, scale, len(queries), measured)
+    return Adaptation(weights, scale, len(queries), measured, depths, rrf_ks)
+
+
+def _dense_at(names: Sequence[str], depth: int, default: int) -> dict[str, int]:
+    """Each list's depth: `depth` for the dense lists, `default` for the lexical ones."""
+    return {name: depth if is_dense(name) else default for name in names}
+
+
+def _cut(raw: Mapping[Level, Mapping[str, Scored]], depth: int) -> dict[Level, dict[str, Scored]]:
+    """The searches with their dense lists cut to `depth`."""
+    return {
+        lv: {n: list(hits[:depth]) if is_dense(n) else list(hits) for n, hits in lists.items()}
+        for lv, lists in raw.items()
+    }
+
+
+def _add(into: tuple[list[ByDepth], list[int], int], by_depth: ByDepth, target: int) -> None:
+    into[0].append(by_depth)
+    into[1].append(target)
 
 
 def _ranker_scale(

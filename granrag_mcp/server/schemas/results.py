@@ -165,6 +165,14 @@ class SessionSearchResult(SearchResult):
         description="The weight of each fused ranked list (list name -> weight): what this index adapted to its "
         "own text, overridden by the weights (or lexical) you passed; absent when nothing was fused.",
     )
+    depths: dict[str, int] | None = Field(
+        None,
+        description="How many hits each fused list contributed at most (list name -> depth): the depths this index "
+        "adapted to its own text, for the k asked; absent when nothing was fused.",
+    )
+    rrf_k: int | None = Field(
+        None, description="The RRF constant the lists were fused with: yours, else the one this index adapted to."
+    )
 
 
 class RankedResult(SearchResult):

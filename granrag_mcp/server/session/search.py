@@ -9,6 +9,7 @@ from typing import Any
 
 from granrag_mcp.retrieval.diversify import candidate_depth, diversify
 from granrag_mcp.retrieval.filters import DocFilter
+from granrag_mcp.retrieval.fusion import FusionUsed
 from granrag_mcp.retrieval.view import ScoredChunk, View
 from granrag_mcp.server.schemas.results import PreviousQuery, SessionSearchResult
 from granrag_mcp.server.session.handle import MEMORY_HANDLE
@@ -35,16 +36,19 @@ def session_search(
     k: int,
     options: SearchOptions,
     search: Callable[[View, int], list[ScoredChunk]],
-    weights: Callable[[View], dict[str, float] | None] | None = None,
+    used: Callable[[View, int], FusionUsed | None] | None = None,
 ) -> SessionSearchResult:
     """`search(view, depth)` runs the technique for `depth` candidates on the view of the documents `options`
-    selects, and `weights(view)` names the weights of its fused lists; the rest is the same for every search tool."""
+    selects, and `used(view, depth)` names the weights, depths and RRF constant of its fused lists; the rest is the
+    same for every search tool."""
     holder = holder_of(ctx)
     view, tokens = holder.view()
     view = view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix))
     memory = holder.queries.of(ctx, MEMORY_HANDLE.get())
     exclude_seen = options.exclude_seen and memory is not None
-    candidates = search(view, candidate_depth(k, options.diversify, exclude_seen))
+    depth = candidate_depth(k, options.diversify, exclude_seen)
+    candidates = search(view, depth)
+    fusion = used(view, depth) if used is not None else None
     dropped = 0
     if exclude_seen and memory is not None:
         candidates, dropped = memory.unseen(candidates)
@@ -70,6 +74,8 @@ def session_search(
         hits=result.hits,
         similar_previous=similar,
         seen_dropped=dropped,
-        weights=weights(view) if weights is not None else None,
+        weights=dict(fusion.weights) if fusion is not None else None,
+        depths=dict(fusion.depths) if fusion is not None else None,
+        rrf_k=fusion.rrf_k if fusion is not None else None,
         memory=memory.handle if memory is not None else None,
     )

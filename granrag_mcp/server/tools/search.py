@@ -9,11 +9,11 @@ from pydantic import Field
 
 from granrag_mcp.levels import Level
 from granrag_mcp.retrieval.filters import DocFilter
-from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, FusionRequest
+from granrag_mcp.retrieval.fusion import FusionRequest
 from granrag_mcp.retrieval.fusion_methods import DEFAULT_FUSION_METHOD, FUSION_METHODS, methods_description
 from granrag_mcp.retrieval.hrr import hrr_search as hrr
 from granrag_mcp.retrieval.hrr import hrr_weights
-from granrag_mcp.retrieval.level_search import level_weights, search_level
+from granrag_mcp.retrieval.level_search import level_used, search_level
 from granrag_mcp.retrieval.rerank import rerank as rerank_ids
 from granrag_mcp.server.schemas.arguments import (
     ChunkIds,
@@ -63,7 +63,7 @@ def register(server: MCPServer, budget: int) -> None:
             k,
             options,
             lambda view, depth: search_level(view, query, "broad", depth, lexical=lexical),
-            lambda view: level_weights(view, "broad", lexical),
+            lambda view, depth: level_used(view, "broad", depth, lexical),
         )
 
     @read_only_tool(server, "Search sentences or paragraphs")
@@ -96,7 +96,7 @@ def register(server: MCPServer, budget: int) -> None:
             k,
             options,
             lambda view, depth: search_level(view, query, level, depth, lexical=lexical),
-            lambda view: level_weights(view, level, lexical),
+            lambda view, depth: level_used(view, level, depth, lexical),
         )
 
     @read_only_tool(server, "Search all levels, fused")
@@ -110,8 +110,14 @@ def register(server: MCPServer, budget: int) -> None:
         ] = DEFAULT_FUSION_METHOD,
         weights: Weights = None,
         rrf_k: Annotated[
-            int, Field(ge=1, le=1000, description="rrf only: the RRF constant; larger flattens ranks.")
-        ] = DEFAULT_RRF_K,
+            int | None,
+            Field(
+                ge=1,
+                le=1000,
+                description="rrf only: the RRF constant; larger flattens ranks. null (default): the one this index "
+                "adapted to its text (in `rrf_k`).",
+            ),
+        ] = None,
         lexical: Annotated[bool, Field(description="rrf only: include the two BM25 lists.")] = True,
         level: Annotated[
             Level,
@@ -139,7 +145,7 @@ def register(server: MCPServer, budget: int) -> None:
             k,
             options,
             lambda view, depth: fusion.search(view, query, depth, request),
-            lambda view: fusion.weights(view, request),
+            lambda view, depth: fusion.used(view, depth, request),
         )
 
     @read_only_tool(server, "Rerank chunks")

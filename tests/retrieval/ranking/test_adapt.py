@@ -8,7 +8,6 @@ import pytest
 
 from granrag_mcp.rerankers import load_reranker
 from granrag_mcp.retrieval.ranking.adapt import (
-    CUTOFF,
     BatchVectors,
     Reference,
     adapt,
@@ -18,6 +17,7 @@ from granrag_mcp.retrieval.ranking.adapt import (
     pseudo_queries,
     share_weights,
 )
+from granrag_mcp.retrieval.ranking.fusion_shape import CUTOFF, RRF_KS
 from granrag_mcp.retrieval.ranking.model import shipped_ranker
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.adaptation import ADAPTATION_FILE, read_adaptation
@@ -69,6 +69,12 @@ class CodeBlindEmbedder(FakeEmbedder):
         return super()._vector(" ".join(w for w in text.split() if not any(ch.isdigit() for ch in w)))
 
 
+SHAPE = {
+    "depths": {"rrf": {"narrow_dense": 10}, "level_narrow": {"narrow_dense": 40}},
+    "rrf_ks": {"rrf": 20, "level_narrow": 30},
+}
+
+
 def adapted(tmp_path, corpus, embedder):
     index(corpus, tmp_path / "store", embedder)
     snapshot = Snapshot.open(tmp_path / "store")  # verifies the adaptation's checksum with the other files
@@ -87,6 +93,18 @@ def test_a_corpus_told_apart_by_codes_leans_on_bm25_more_than_one_told_apart_by_
         assert codes.measured[fusion]["share"] < prose.measured[fusion]["share"], fusion
     assert codes.fusions["hrr"]["sentence_lexical"] > prose.fusions["hrr"]["sentence_lexical"]
     assert codes.fusions["rrf"]["narrow_dense"] < prose.fusions["rrf"]["narrow_dense"]
+    # where the model cannot tell the records apart, reading its lists less deep costs less (their lower ranks are
+    # noise), and their depth is never the deeper of the two
+    shallow, usual = "10", "30"
+    gains = [
+        a.measured["rrf"]["mrr_by_depth"][shallow] - a.measured["rrf"]["mrr_by_depth"][usual] for a in (codes, prose)
+    ]
+    assert gains[0] > gains[1]
+    for name in ("broad_dense", "mid_dense", "narrow_dense"):
+        assert codes.depths["rrf"][name] <= prose.depths["rrf"][name], name
+    for adaptation in (prose, codes):
+        assert adaptation.measured["rrf"]["depth"] == adaptation.depths["rrf"]["narrow_dense"]
+        assert adaptation.rrf_ks["rrf"] == adaptation.measured["rrf"]["rrf_k"] in RRF_KS
 
 
 def test_pseudo_queries_are_seeded_halves_of_sentences_with_their_targets(tmp_path):
@@ -120,9 +138,10 @@ def test_the_shipped_reference_names_a_share_for_every_fusion():
 
 
 def test_searches_use_the_adapted_weights_unless_the_caller_overrides_them(tmp_path):
+    from granrag_mcp.retrieval.fusion import FusionRequest
     from granrag_mcp.retrieval.hrr import hrr_weights
-    from granrag_mcp.retrieval.level_search import level_weights, search_level
-    from granrag_mcp.retrieval.rrf import RRF_FACTORS, rrf_weights, search_rrf
+    from granrag_mcp.retrieval.level_search import level_used, level_weights, search_level
+    from granrag_mcp.retrieval.rrf import RRF_FACTORS, rrf_used, rrf_weights, search_rrf
     from granrag_mcp.store.adaptation import Adaptation
 
     index(prose_corpus(tmp_path / "prose"), tmp_path / "store", FakeEmbedder())
@@ -150,6 +169,20 @@ def test_searches_use_the_adapted_weights_unless_the_caller_overrides_them(tmp_p
     }
     assert rrf_weights(view, None, False, "mid") == {"broad_dense": 1.0, "mid_dense": 1.0, "narrow_dense": 1.0}
     assert hrr_weights(view)["rerank"] == 0.5 and hrr_weights(view, {"rerank": 2.0})["rerank"] == 2.0
+    assert rrf_used(plain, 10, FusionRequest()).rrf_k == 60 and rrf_used(plain, 10, FusionRequest()).depths == {
+        name: 30 for name in rrf_weights(plain, None, True, "mid")
+    }
+    shaped = View(snapshot, FakeEmbedder(), adaptation=dataclasses.replace(adaptation, **SHAPE))
+    for k, narrow_depth in ((5, 10), (10, 10), (20, 20)):  # the adapted depth is for ten hits, in proportion above
+        used_here = rrf_used(shaped, k, FusionRequest())
+        assert used_here.depths["narrow_dense"] == narrow_depth and used_here.depths["mid_lexical"] == max(30, 3 * k)
+    assert rrf_used(shaped, 10, FusionRequest()).rrf_k == 20 and rrf_used(shaped, 10, FusionRequest(rrf_k=7)).rrf_k == 7
+    for hit in search_rrf(shaped, "otter river crayfish", 5):  # fused with the adapted constant
+        for name, contribution in hit.sources.items():
+            assert contribution.fused == pytest.approx(rrf_weights(shaped)[name] / (20 + contribution.rank))
+            assert name != "narrow_dense" or contribution.rank <= 10
+    level = level_used(shaped, "narrow", 10, True)
+    assert level is not None and level.rrf_k == 30 and level.depths == {"narrow_dense": 40, "narrow_lexical": 20}
 
     query = "otter river crayfish"
     lexical_only = [h.chunk.id for h in search_level(view, query, "mid", 5, lexical=None)]

@@ -8,7 +8,7 @@ from mcp.client import Client
 
 from granrag_mcp.levels import TOP
 from granrag_mcp.retrieval import fusion_methods
-from granrag_mcp.retrieval.fusion import FusionRequest
+from granrag_mcp.retrieval.fusion import FusionRequest, FusionUsed
 from granrag_mcp.retrieval.view import ScoredChunk, View
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
@@ -29,8 +29,8 @@ class TopDenseOnly:
         self.requests.append((query, depth, request))
         return view.scored_chunks(view.dense(TOP, view.query_vector(query), depth))
 
-    def weights(self, view: View, request: FusionRequest) -> dict[str, float]:
-        return {"broad_dense": 1.0}
+    def used(self, view: View, depth: int, request: FusionRequest) -> FusionUsed:
+        return FusionUsed({"broad_dense": 1.0}, {"broad_dense": depth}, 60)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,8 @@ def test_a_registered_fusion_method_is_offered_and_called_by_search_fused(
     assert query == arguments["query"] and depth >= 3 and request.rrf_k == 7 and request.level == "mid"
     expected = engine.view().dense(TOP, engine.view().query_vector(query), 3)
     assert [h["chunk_id"] for h in result["hits"]] == [f"{TOP}:{chunk_id}" for chunk_id, _ in expected]
-    assert result["weights"] == {"broad_dense": 1.0}
+    assert result["weights"] == {"broad_dense": 1.0} and result["depths"] == {"broad_dense": depth}
+    assert result["rrf_k"] == 60
 
 
 def test_an_unregistered_method_is_refused_with_the_registered_names(built: tuple[Settings, FakeEmbedder]) -> None:
@@ -85,6 +86,6 @@ def test_each_registered_method_searches_and_names_its_weights(built: tuple[Sett
     for name, method in fusion_methods.FUSION_METHODS.items():
         hits = method.search(view, "Zephyr Bridge", 5, request)
         assert hits and all(isinstance(h, ScoredChunk) for h in hits), name
-        weights = method.weights(view, request)
-        assert weights is None or all(h.sources.keys() <= weights.keys() for h in hits), name
+        used = method.used(view, 5, request)
+        assert used is None or all(h.sources.keys() <= used.weights.keys() <= used.depths.keys() for h in hits), name
     assert fusion_methods.DEFAULT_FUSION_METHOD in fusion_methods.FUSION_METHODS
