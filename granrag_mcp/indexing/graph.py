@@ -17,7 +17,6 @@ import logging
 from array import array
 from collections import Counter
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -76,31 +75,6 @@ def build_graph(
     kept = sorted(v for v, n in counts.items() if n >= MIN_FREQUENCY)
     row_of = {v: row for row, v in enumerate(kept)}
     keys = [vocabulary[v] for v in kept]
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # The names' embedding (the model, outside the GIL) runs while this thread builds the rest of the graph.
-        pending = pool.submit(_concept_vectors, keys, [names_of[k] for k in keys], embed_names, dimension, previous)
-        graph = _assemble(keys, names_of, row_of, found, sentence_vectors, dimension)
-        graph.vectors = pending.result()
-    log.info(
-        "concept graph: %d concepts, %d edges, %d communities, from %d sentences",
-        len(graph),
-        graph.n_edges,
-        graph.n_clusters,
-        len(graph.sentence_ids),
-    )
-    return graph
-
-
-def _assemble(
-    keys: list[str],
-    names_of: Mapping[str, str],
-    row_of: Mapping[int, int],
-    found: list[tuple[int, str, int | None, list[tuple[int, int, int]]]],
-    sentence_vectors: Callable[[np.ndarray], np.ndarray],
-    dimension: int,
-) -> ConceptGraph:
-    """The graph of the kept concepts (`row_of`: vocabulary position -> row) from the sentences' matches, all but
-    the concepts' name vectors (zero rows, filled in by the caller). Empties `found`."""
     rows_per_sentence, sentence_ids, sentence_docs, sentence_broad = [], [], [], []
     # each co-occurring pair as one int64 code (a * concepts + b): a tuple per pair took 56 bytes and most of the
     # build's memory (a sentence has tens of pairs)
@@ -116,7 +90,7 @@ def _assemble(
             sentence_broad.append(broad if broad is not None else -1)
             rows_per_sentence.append(list(dict.fromkeys(row for row, _, _ in kept_spans)))
             pair_codes.extend(a * n_concepts + b for a, b in apart(kept_spans[: 2 * MAX_CONCEPTS_PER_SENTENCE]))
-    found.clear()  # the matches are in these lists now: free them before the graph's arrays are built
+    del found
     n_sentences = len(sentence_ids)
 
     mentions: list[list[int]] = [[] for _ in range(n_concepts)]
@@ -129,6 +103,7 @@ def _assemble(
     edges_a, edges_b, weights, pair_counts = _edges(codes, frequency, n_concepts, n_sentences)
     adjacency = _adjacency(n_concepts, edges_a, edges_b, weights, pair_counts)
     pagerank = _pagerank(n_concepts, edges_a, edges_b, weights)
+    vectors = _concept_vectors(keys, [names_of[k] for k in keys], embed_names, dimension, previous)
 
     sentence_ptr, sentence_concepts = ragged(rows_per_sentence, np.int32)
     mention_ptr, mention_ids = ragged(mentions, np.int64)
@@ -137,7 +112,7 @@ def _assemble(
         names=np.array([names_of[k] for k in keys], dtype=str),
         frequency=frequency,
         pagerank=pagerank,
-        vectors=np.zeros((n_concepts, dimension), np.float32),
+        vectors=vectors,
         mention_ptr=mention_ptr,
         mention_ids=mention_ids,
         **adjacency,
@@ -156,6 +131,13 @@ def _assemble(
         cluster_centroid=np.zeros((0, dimension), np.float32),
     )
     fill_reports(graph, np.array(sentence_broad, dtype=np.int64), sentence_vectors, dimension)
+    log.info(
+        "concept graph: %d concepts, %d edges, %d communities, from %d sentences",
+        len(graph),
+        graph.n_edges,
+        graph.n_clusters,
+        n_sentences,
+    )
     return graph
 
 
