@@ -285,7 +285,8 @@ class RememberingCatalog(Catalog):
     """A committed or fully written generation's catalog that keeps every chunk, hierarchy entry and child list
     it reads, for one run of many overlapping reads (the ranking adaptation's pseudo-queries read the same chunks
     and parents again and again). Its answers are the plain catalog's, in the same order; it shares that
-    catalog's connection and lock, and closing either closes both. Nothing may write the generation meanwhile."""
+    catalog's connection and lock, and closing either closes both. Nothing may write the generation meanwhile, and
+    one thread uses it (its memory takes no lock)."""
 
     def __init__(self, catalog: Catalog) -> None:
         self._db, self._lock, self.has_outlines = catalog._db, catalog._lock, catalog.has_outlines
