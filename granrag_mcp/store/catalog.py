@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from granrag_mcp.levels import Level
 from granrag_mcp.outline import EMPTY, Outline, Section
@@ -54,6 +55,7 @@ _OUTLINE_TABLES = ("sections", "pages")
 """Tables a catalog written before documents kept their outline lacks: read as documents without structure."""
 _CHUNK_COLUMNS = 'id, doc_id, level, seq, start, "end", token_count, parent_id, text'
 _MAX_PARAMS = 900
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +206,7 @@ class Catalog:
 
     def children(self, parent_ids: Sequence[int]) -> dict[int, list[int]]:
         out: dict[int, list[int]] = {pid: [] for pid in parent_ids}
-        for batch in _batches(list(parent_ids)):
+        for batch in _batches(list(out)):  # each parent once: one repeated in two batches would get its children twice
             marks = ",".join("?" * len(batch))
             sql = f"SELECT parent_id, id FROM chunks WHERE parent_id IN ({marks}) ORDER BY seq"
             for parent_id, chunk_id in self._query(sql, batch):
@@ -277,3 +279,48 @@ class Catalog:
     def commit(self) -> None:
         with self._lock:
             self._db.commit()
+
+
+class RememberingCatalog(Catalog):
+    """A committed or fully written generation's catalog that keeps every chunk, hierarchy entry and child list
+    it reads, for one run of many overlapping reads (the ranking adaptation's pseudo-queries read the same chunks
+    and parents again and again). Its answers are the plain catalog's, in the same order; it shares that
+    catalog's connection and lock, and closing either closes both. Nothing may write the generation meanwhile, and
+    one thread uses it (its memory takes no lock)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._db, self._lock, self.has_outlines = catalog._db, catalog._lock, catalog.has_outlines
+        self._chunks: dict[int, Chunk | None] = {}
+        self._outline: dict[int, tuple[Level, int | None] | None] = {}
+        self._children: dict[int, list[int]] = {}
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, Chunk]:
+        return _remembered(self._chunks, ids, super().chunks)
+
+    def outline(self, ids: Sequence[int]) -> dict[int, tuple[Level, int | None]]:
+        return _remembered(self._outline, ids, super().outline)
+
+    def children(self, parent_ids: Sequence[int]) -> dict[int, list[int]]:
+        missing = [pid for pid in dict.fromkeys(parent_ids) if pid not in self._children]
+        if missing:
+            self._children.update(super().children(missing))
+        return {pid: list(self._children[pid]) for pid in parent_ids}
+
+
+def _remembered(
+    memo: dict[int, T | None], ids: Sequence[int], read: Callable[[list[int]], Mapping[int, T]]
+) -> dict[int, T]:
+    """`read(ids)` through `memo` (id -> value, None for an unknown id): only ids not asked before reach the
+    database, and the result keeps the order SQLite gives, ascending ids within each batch of `_MAX_PARAMS`."""
+    ids = list(ids)
+    missing = [i for i in dict.fromkeys(ids) if i not in memo]
+    if missing:
+        found = read(missing)
+        memo.update({i: found.get(i) for i in missing})
+    out: dict[int, T] = {}
+    for batch in _batches(ids):
+        for i in sorted(set(batch)):
+            value = memo[i]
+            if value is not None:
+                out.setdefault(i, value)
+    return out

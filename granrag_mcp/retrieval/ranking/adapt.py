@@ -45,6 +45,7 @@ from granrag_mcp.retrieval.ranking.reliance import scaled_model
 from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_mapped, rrf_searches
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
 from granrag_mcp.store.adaptation import Adaptation, write_adaptation
+from granrag_mcp.store.catalog import RememberingCatalog
 from granrag_mcp.store.lexical import STOPWORDS, analyse
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
 from granrag_mcp.store.store import Snapshot
@@ -316,6 +317,8 @@ def adapt_generation(folder: Path, identity: StoreIdentity, embedder: Embedder) 
 
     manifest = Manifest(generation=1, identity=identity, counts={}, next_chunk_id=0, files={})
     snapshot = Snapshot(folder.parent, folder, manifest)
+    # The pseudo-queries read the same chunks and parents again and again: each is read from SQLite once.
+    snapshot.catalog = RememberingCatalog(snapshot.catalog)
     try:
         carried = folder / RANKER_FILE
         ranker = read_ranker(carried) if carried.is_file() else shipped_ranker(bool(identity.token_vector_dims))
