@@ -135,8 +135,9 @@ def core_calls(store: Path) -> Callable[[str, dict[str, Any]], None]:
     faiss.omp_set_num_threads(1)
     engine = Engine(Settings(store=store, log_level="WARNING"))
     work: dict[str, Callable[[dict[str, Any]], Any]] = {
-        "search_narrow": lambda a: search_level(engine.view(), a["query"], "narrow", 10),
-        "search_broad": lambda a: search_level(engine.view(), a["query"], "broad", 5),
+        # lexical=None as the tools pass it: the store's adapted fusion of the dense and BM25 lists
+        "search_narrow": lambda a: search_level(engine.view(), a["query"], "narrow", 10, lexical=None),
+        "search_broad": lambda a: search_level(engine.view(), a["query"], "broad", 5, lexical=None),
         "search_fused": lambda a: search_rrf(engine.view(), a["query"], 10, level="mid"),
         "hrr_search": lambda a: hrr_search(engine.view(), a["query"], 5),
         "expand_window": lambda a: expand_window(engine.view(), a["chunk_id"]),
