@@ -5,6 +5,7 @@ shared machine inflates far less than wall time:
 
 - `memory`: the session memory's `similar` and `record` of one search, with the memory full (256 queries of
   384-dimensional vectors, 10 chunk ids each);
+- `hits`: the hit models of a search_fused result built from the core's chunks and fused lists (`Hit.of`);
 - `dump`: the structured content of a search_fused result (10 mid hits of about 1,800 characters, four fused
   lists each, a section and pages), `model_dump(mode="json")` as the tool returns it, and its text rendering.
 
@@ -83,6 +84,36 @@ def fused_result() -> Any:
     )
 
 
+def hits_of(result: Any) -> Callable[[int], Any]:
+    """`Hit.of` for the hits of `result`, from chunks and fused lists as the retrieval core hands them over."""
+    from granrag_mcp.records import Chunk
+    from granrag_mcp.retrieval.citations import Citation
+    from granrag_mcp.retrieval.fusion import Contribution
+    from granrag_mcp.server.schemas.results import Hit
+
+    parents = {h.chunk_id: int(h.parent_id.split(":")[1]) for h in result.hits}
+    given = [
+        (
+            Chunk(
+                int(h.chunk_id.split(":")[1]),
+                h.doc_id,
+                "mid",
+                h.seq,
+                h.start,
+                h.end,
+                h.token_count,
+                parents[h.chunk_id],
+                h.text,
+            ),
+            h.score,
+            {name: Contribution(s.rank, s.score, s.fused) for name, s in (h.sources or {}).items()},
+            Citation((h.pages[0], h.pages[1]) if h.pages else None, tuple(h.section)),
+        )
+        for h in result.hits
+    ]
+    return lambda _: [Hit.of(chunk, score, sources, citation=citation) for chunk, score, sources, citation in given]
+
+
 def worker(calls: int) -> dict[str, float]:
     """The medians of this process's version of the code (the one on its path)."""
     import numpy as np
@@ -105,6 +136,7 @@ def worker(calls: int) -> dict[str, float]:
     result = fused_result()
     return {
         "memory_us": cpu_median_us(search, calls),
+        "hits_us": cpu_median_us(hits_of(result), calls),
         "dump_us": cpu_median_us(lambda _: result.model_dump(mode="json"), calls),
         "render_us": cpu_median_us(lambda _: render(result), calls),
     }

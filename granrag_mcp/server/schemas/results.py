@@ -114,7 +114,8 @@ class Hit(_Model):
             parent_id=chunk.public_parent_id,
             token_count=chunk.token_count,
             truncated=truncated,
-            sources={name: Source(rank=c.rank, score=c.score, fused=c.fused) for name, c in sources.items()}
+            # plain dicts: pydantic builds the Source models while it validates the hit, with no call per source
+            sources={name: {"rank": c.rank, "score": c.score, "fused": c.fused} for name, c in sources.items()}
             if sources
             else None,
             evidence=list(evidence) if evidence else None,
