@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict
 
 
 def empty(value: Any) -> bool:
@@ -20,12 +20,15 @@ def empty(value: Any) -> bool:
 class Lean(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    @model_serializer(mode="wrap")
-    def _without_empty_optionals(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        fields = type(self).model_fields
-        return {
-            key: value
-            for key, value in data.items()
-            if not (empty(value) and key in fields and not fields[key].is_required())
-        }
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Mark each optional field to be left out when empty, once per class: pydantic's serializer then skips
+        it in Rust, where a wrapping serializer would call back into Python for every model instance dumped."""
+        super().__pydantic_init_subclass__(**kwargs)
+        marked = False
+        for field in cls.model_fields.values():
+            if not field.is_required() and field.exclude_if is None:
+                field.exclude_if = empty
+                marked = True
+        if marked:
+            cls.model_rebuild(force=True)

@@ -46,7 +46,6 @@ MAX_SESSIONS = 1024  # a safety net for connections the runtime keeps alive: the
 @dataclass(frozen=True, slots=True)
 class Remembered:
     query: str
-    vector: np.ndarray
     chunk_ids: tuple[str, ...]
     generation: int
 
@@ -58,12 +57,18 @@ class Similar:
 
 
 class SessionMemory:
-    """The recent searches of one session, newest last, and how often each chunk id was returned."""
+    """The recent searches of one session, newest last, and how often each chunk id was returned.
+
+    The query vectors live in one matrix, a ring of `capacity` rows grown as queries come, so that comparing a
+    query with every remembered one is one product rather than a stack of them all per search.
+    """
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self.capacity = capacity
         self.handle = secrets.token_urlsafe(12)
         self._queries: deque[Remembered] = deque()
+        self._vectors: np.ndarray | None = None  # row (oldest + i) % capacity holds the vector of _queries[i]
+        self._oldest = 0
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()  # one session may run tool calls in parallel worker threads
 
@@ -76,11 +81,14 @@ class SessionMemory:
 
         with self._lock:
             queries = list(self._queries)
-        if not queries:
-            return []
-        scores = np.stack([q.vector for q in queries]) @ np.asarray(vector, dtype=np.float32)
-        order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] >= threshold][:limit]
-        return [Similar(queries[i], float(min(scores[i], 1.0))) for i in order]
+            if not queries or self._vectors is None:
+                return []
+            by_row = self._vectors[: len(queries)] @ np.asarray(vector, dtype=np.float32)
+            oldest = self._oldest
+        scores = by_row[(oldest + np.arange(len(queries))) % len(queries)] if oldest else by_row
+        close = np.flatnonzero(scores >= threshold)
+        order = close[np.argsort(-scores[close], kind="stable")][:limit]
+        return [Similar(queries[i], float(min(scores[i], 1.0))) for i in order.tolist()]
 
     def seen(self, chunk_id: str) -> bool:
         with self._lock:
@@ -95,16 +103,40 @@ class SessionMemory:
     def record(self, query: str, vector: np.ndarray, chunk_ids: Iterable[str], generation: int) -> None:
         import numpy as np
 
-        entry = Remembered(query, np.asarray(vector, dtype=np.float32).copy(), tuple(chunk_ids), generation)
+        if self.capacity <= 0:
+            return
+        entry = Remembered(query, tuple(chunk_ids), generation)
+        row = np.asarray(vector, dtype=np.float32)
         with self._lock:
-            if self.capacity <= 0:
-                return
+            if len(self._queries) == self.capacity:  # full: the oldest query's row and ids make room
+                old = self._queries.popleft()
+                slot = self._oldest
+                self._oldest = (self._oldest + 1) % self.capacity
+                for chunk_id in old.chunk_ids:
+                    left = self._seen[chunk_id] - 1
+                    if left > 0:
+                        self._seen[chunk_id] = left
+                    else:
+                        self._seen.pop(chunk_id, None)
+            else:
+                slot = len(self._queries)
+            self._vectors = _with_row(self._vectors, slot, row, self.capacity)
             self._queries.append(entry)
             self._seen.update(entry.chunk_ids)
-            while len(self._queries) > self.capacity:
-                old = self._queries.popleft()
-                self._seen.subtract(old.chunk_ids)
-                self._seen += Counter()  # drops the ids no remembered query returned any more
+
+
+def _with_row(matrix: np.ndarray | None, slot: int, row: np.ndarray, capacity: int) -> np.ndarray:
+    """`matrix` with `row` at `slot`, grown (doubling, at most `capacity` rows) when the slot lies beyond it."""
+    import numpy as np
+
+    if matrix is None:
+        matrix = np.empty((min(16, capacity), row.shape[0]), dtype=np.float32)
+    elif slot >= matrix.shape[0]:
+        grown = np.empty((min(2 * matrix.shape[0], capacity), matrix.shape[1]), dtype=np.float32)
+        grown[: matrix.shape[0]] = matrix
+        matrix = grown
+    matrix[slot] = row
+    return matrix
 
 
 class QueryMemories:

@@ -102,3 +102,23 @@ def test_a_sessions_handle_names_the_sessions_memory_and_goes_with_it() -> None:
     del marker, legacy, memory
     gc.collect()
     assert len(memories) == 0 and memories.of(stateless, handle).handle != handle
+
+
+def test_similar_compares_with_exactly_the_remembered_queries_as_the_memory_grows_and_wraps() -> None:
+    capacity = 40  # beyond the first block of rows, so the vectors' matrix grows, then wraps around
+    memory = SessionMemory(capacity=capacity)
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(3 * capacity, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    for number, vector in enumerate(vectors):
+        memory.record(f"q{number}", vector, [f"narrow:{number}"], 1)
+        remembered = range(max(0, number + 1 - capacity), number + 1)
+        probe = vectors[remembered[0]]  # the oldest still remembered: found, as itself
+        assert memory.similar(probe, threshold=0.999)[0].previous.query == f"q{remembered[0]}"
+        if number >= capacity:  # the one just forgotten: neither it nor its ids remain
+            assert all(
+                s.previous.query != f"q{number - capacity}"
+                for s in memory.similar(vectors[number - capacity], 0.0, limit=capacity)
+            )
+            assert not memory.seen(f"narrow:{number - capacity}")
+    assert len(memory) == capacity
