@@ -319,6 +319,9 @@ class _StoredTexts(Mapping[str, str]):
             raise KeyError(doc_id)
         return text
 
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._ids  # without reading the text, as Mapping's own test would
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
 

@@ -12,7 +12,8 @@ from granrag_mcp.indexing.discovery import SourceFile
 from granrag_mcp.indexing.groups import file_slices
 from granrag_mcp.levels import LEVELS
 from granrag_mcp.settings import ChunkSettings
-from granrag_mcp.store.store import Snapshot
+from granrag_mcp.store import vector_index
+from granrag_mcp.store.store import Snapshot, vector_file
 from tests.fakes import FakeTokenEmbedder
 from tests.helpers import SMALL_CHUNKS, TOPICS, index, write_corpus
 
@@ -116,3 +117,44 @@ def test_file_slices_cut_by_bytes_and_count(tmp_path) -> None:
         changed.append((SourceFile(path, path.name, ".txt"), "digest"))
     sizes = [[len(item[0].path.read_bytes()) for item in piece] for piece in file_slices(changed, 10, 2)]
     assert sizes == [[5, 5], [20], [1, 1], [1]]
+
+
+def test_a_failure_while_embedding_a_later_group_is_raised_as_itself_and_leaves_the_store_as_it_was(tmp_path):
+    class FailsLater(FakeTokenEmbedder):
+        def embed(self, texts, progress=None, groups=None):
+            if self.calls >= 2:
+                raise RuntimeError("the model fell over")
+            return super().embed(texts, progress, groups)
+
+    docs = write_corpus(tmp_path / "docs")
+    store = tmp_path / "store"
+    index(docs, store)
+    before = stored(store)
+    write_corpus(docs, {f"more/m{n}.txt": f"More text number {n} about harbours." for n in range(5)}, 1)
+    with pytest.raises(RuntimeError, match="the model fell over"):
+        index(docs, store, FailsLater(), index_group_chars=1)
+    assert_same(before, stored(store))
+    assert sorted(p.name for p in store.iterdir() if p.name.startswith(".")) == [], "no half-built generation left"
+
+
+def test_an_update_over_a_graph_index_in_groups_builds_the_same_graph(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(vector_index, "ANN_THRESHOLD", 30)  # the narrow level becomes an HNSW graph
+    docs = write_corpus(tmp_path / "docs", {**TOPICS, **MORE})
+    for store in ("whole", "grouped"):
+        index(docs, tmp_path / store)
+    snapshot = Snapshot.open(tmp_path / "whole")
+    assert snapshot.vectors["narrow"].kind == "hnsw"
+    snapshot.close()
+    # New documents and a small change: too few removed rows for the graph to be rebuilt whole when written.
+    write_corpus(docs, {f"more/m{n}.txt": f"More text number {n} about harbours and herons." for n in range(6)}, 1)
+    (docs / "notes/n2.txt").write_text("Note 2 was rewritten about the harbour.", encoding="utf-8")
+    index(docs, tmp_path / "whole")
+    index(docs, tmp_path / "grouped", index_group_chars=1)
+    assert_same(stored(tmp_path / "whole"), stored(tmp_path / "grouped"))
+    whole, grouped = Snapshot.open(tmp_path / "whole"), Snapshot.open(tmp_path / "grouped")
+    try:
+        graph_file = vector_file("narrow")
+        assert (whole.folder / graph_file).read_bytes() == (grouped.folder / graph_file).read_bytes()
+    finally:
+        whole.close()
+        grouped.close()
