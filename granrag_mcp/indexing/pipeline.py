@@ -140,9 +140,7 @@ class _IndexRun:
                     if base is not None:
                         check_identity(self.writer.root, base.manifest, identity)
                     self._open(stack, identity)
-                with self._working():
-                    chunks, vectors, token_rows = self._embed(group, identity.dimension)
-                self._hand_over(group, chunks, vectors, token_rows)
+                self._take(group, identity.dimension)
             if self.builder is None:
                 if summary.unchanged == 0:
                     raise NoDocumentsError(
@@ -180,6 +178,15 @@ class _IndexRun:
             if group is None:
                 return
             yield group
+
+    def _take(self, group: DocumentGroup, dimension: int) -> None:
+        """Embed one group and hand it over; then let it go, so that neither its text nor its vectors outlive it
+        (the last group's would otherwise stay through the graph and adaptation stages)."""
+        with self._working():
+            chunks, vectors, token_rows = self._embed(group, dimension)
+        self._hand_over(group, chunks, vectors, token_rows)
+        group.documents.clear()
+        group.prepared = None
 
     def _embed(
         self, group: DocumentGroup, dimension: int
