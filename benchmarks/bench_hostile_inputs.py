@@ -9,7 +9,8 @@ through fork); a watch kills a run that passes `--kill-gib`, so a regression can
 
     .venv/bin/python benchmarks/bench_hostile_inputs.py [--cases big_file tiny_sentences many_files html_unclosed]
 
-`--cases at_sentence_cap` adds one document of exactly 100,000 sentences, the most the default limits let in.
+`--cases at_sentence_cap` adds one document of exactly 100,000 sentences, the most the default limits let in, and
+`--cases files_at_cap` 200,000 small files, the most one run takes (`GRANRAG_MAX_FILES`).
 Prints one JSON object and writes benchmarks/results/hostile_inputs.json (the cases run replace their figures).
 """
 
@@ -82,6 +83,7 @@ CASES = {
     "many_files": write_many_files,
     "html_unclosed": write_unclosed_html,
     "at_sentence_cap": write_sentence_cap,
+    "files_at_cap": lambda folder: write_many_files(folder, 200_000),
 }
 
 # Runs the CLI and, as it exits, writes its own peak (`_common.memory`'s VmHWM, MiB) to the file named first on its
@@ -183,6 +185,7 @@ def main() -> None:
         for name in args.cases:
             source = CASES[name](root / name)
             size = _common.dir_size(source)
+            load_before = _common.load_average()
             run = run_watched(
                 cli(hwm, "index", str(source), "--store", str(store), "--quiet"),
                 env,
@@ -190,6 +193,7 @@ def main() -> None:
                 args.limit_s,
             )
             run["input_mib"] = round(size / 1024**2, 1)
+            run["load_before_after"] = [load_before, _common.load_average()]
             run["after"] = servable(command, env, store)
             results["cases"][name] = run
             shutil.rmtree(source)

@@ -272,6 +272,12 @@ class LimitSettings(BaseModel):
     max_files: int = Field(
         200_000, ge=1, description="Files one run takes from its folders; the rest are skipped with a warning."
     )
+    index_group_chars: int = Field(
+        2_000_000,
+        ge=1,
+        description="Characters of document text an index run reads, chunks and embeds at a time (with at most 4,096 "
+        "documents), so that its memory is one such group and the index it builds, whatever the number of files.",
+    )
     allow_broad_roots: bool = Field(
         False,
         description="serve --allow-write: accept an allowed root that covers the whole disk or a home folder entire.",

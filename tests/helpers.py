@@ -53,13 +53,14 @@ def index(
     chunking: ChunkSettings = SMALL_CHUNKS,
     **options,
 ) -> IndexSummary:
-    """An index run with the fake embedder; `vector_mode`, `token_vector_dims` and `graph` set the settings, the
-    other options go to index_paths."""
+    """An index run with the fake embedder; `vector_mode`, `token_vector_dims`, `graph` and `index_group_chars` set
+    the settings, the other options go to index_paths."""
     embedder = embedder or FakeEmbedder()
     fields: dict[str, Any] = {"store": store, "model": embedder.name, **chunking.model_dump()}
     fields["vector_mode"] = options.pop("vector_mode", "mean")
-    if "graph" in options:
-        fields["graph"] = options.pop("graph")
+    for name in ("graph", "index_group_chars"):
+        if name in options:
+            fields[name] = options.pop(name)
     token_dims = options.pop("token_vector_dims", 0)
     if token_dims:
         fields.update(token_vectors=True, token_vector_dims=token_dims)

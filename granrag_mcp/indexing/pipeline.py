@@ -1,14 +1,13 @@
-"""The index run, one transaction over the store: the changed documents found, read, chunked and embedded, then
-committed as one new generation (store/generation.py). A run that stops anywhere leaves the store as it was.
+"""The index run, one transaction over the store: the changed documents found, then read, chunked and embedded in
+bounded groups (indexing/groups.py), each handed to the new generation as it is done, which is committed whole at
+the end (store/generation.py). A run that stops anywhere leaves the store as it was.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -16,26 +15,19 @@ import numpy as np
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import ExtractionError, InvalidInputError, NoDocumentsError
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash, text_of
-from granrag_mcp.indexing.documents import (
-    NewDocument,
-    assign_ids,
-    chunk_text,
-    embed_levels,
-    token_projection,
-    token_reducer,
-)
-from granrag_mcp.indexing.extract import extract_text
+from granrag_mcp.indexing.documents import assign_ids, embed_levels, token_projection, token_reducer
 from granrag_mcp.indexing.formats import format_list
-from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument, dimension_of, gather_vectors
+from granrag_mcp.indexing.groups import DocumentGroup, GroupReader
+from granrag_mcp.indexing.parallel import ParallelStages, dimension_of, gather_vectors
 from granrag_mcp.indexing.semantic_chunking import semantic_documents
-from granrag_mcp.indexing.sentences import check_sentence_cap
-from granrag_mcp.indexing.structure import outline_of
+from granrag_mcp.indexing.summary import IndexSummary, Stopwatch
 from granrag_mcp.levels import FINEST, LEVELS, Level
-from granrag_mcp.progress import EXTRACTING, Progress, embedding
+from granrag_mcp.progress import Progress, embedding
 from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.ranking.adapt import adapt_generation
 from granrag_mcp.settings import Settings
-from granrag_mcp.store.generation import Draft, first_free_chunk_id, new_generation, write_indexes
+from granrag_mcp.store.catalog import Catalog
+from granrag_mcp.store.generation import Draft, GenerationBuilder, first_free_chunk_id, new_generation
 from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.manifest import StoreIdentity
 from granrag_mcp.store.store import Snapshot, check_identity, current_generation
@@ -43,41 +35,9 @@ from granrag_mcp.store.vector_index import search_threads
 from granrag_mcp.store.writer import StoreWriter
 from granrag_mcp.tokens import get_tokenizer
 
+__all__ = ["IndexSummary", "index_paths", "write_graph"]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class IndexSummary:
-    store: Path
-    generation: int | None = None
-    committed: bool = False
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    unsupported: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    replaced_bytes: list[str] = field(default_factory=list)
-    guessed_encodings: list[tuple[str, str]] = field(default_factory=list)  # (path, codec) of undeclared non-UTF-8
-    changed_while_read: list[str] = field(default_factory=list)  # indexed as last read; the hash is of that
-    new_chunks: dict[str, int] = field(default_factory=dict)
-    corpus_tokens: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-
-
-class _Stopwatch:
-    """Adds the wall time of each stage to the summary."""
-
-    def __init__(self, summary: IndexSummary) -> None:
-        self._summary = summary
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self._summary.seconds[name] = self._summary.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
 def index_paths(
@@ -120,7 +80,8 @@ def index_paths(
 
 
 class _IndexRun:
-    """One run's stages over its base generation: the diff, reading and chunking, embedding, and the commit."""
+    """One run's stages over its base generation: the diff, then per group of changed documents reading, chunking,
+    embedding and handing over to the generation being built, and the commit."""
 
     def __init__(
         self,
@@ -136,7 +97,7 @@ class _IndexRun:
         self.embedder_factory = embedder_factory
         self.embedder: Embedder | None = None
         self.summary = summary
-        self.clock = _Stopwatch(summary)
+        self.clock = Stopwatch(summary)
         self.progress = progress or Progress(enabled=False)
         self.parallel = parallel
         self.tokenizer = get_tokenizer(settings.tokenizer)
@@ -144,6 +105,10 @@ class _IndexRun:
         self.projection: np.ndarray | None = None
         asked = settings.token_vector_dims if settings.token_vectors else 0
         self.token_dims = asked or ((base.manifest.identity.token_vector_dims or 0) if base else 0)
+        self.draft: Draft | None = None
+        self.builder: GenerationBuilder | None = None
+        self.new_ids: list[str] = []  # the documents handed to the generation, in order
+        self.next_id = 0
 
     def run(self, files: list[SourceFile], prune: bool) -> IndexSummary:
         base, summary = self.base, self.summary
@@ -165,74 +130,125 @@ class _IndexRun:
         known = base.catalog.content_hashes() if base else {}
         changed = self._diff(files, known)
         removed = sorted(set(known) - {f.doc_id for f in files}) if prune else []
-        new_docs, parallel_done = self._read(changed, known)
         summary.removed = len(removed)
-        summary.corpus_tokens = sum(d.n_tokens for d in new_docs)
-        if not new_docs and summary.unchanged == 0:
-            raise NoDocumentsError(
-                f"none of the {len(files)} documents could be indexed (see the warnings above); the store was not "
-                "changed"
-            )
-        graph_only = self.settings.graph and base is not None and not has_graph(base.folder)  # built with it off
-        if base is not None and not new_docs and not removed and not graph_only:
-            summary.generation = base.generation
-            return summary
-
-        dimension = (
-            self._embedder_for(new_docs) if new_docs and parallel_done is None else dimension_of(parallel_done or [])
-        )
-        identity = wanted.model_copy(update={"dimension": dimension}) if new_docs else wanted
-        if base is not None:
-            check_identity(self.writer.root, base.manifest, identity)
-        next_id = first_free_chunk_id(self.writer, base)
-        chunks, next_id = assign_ids(new_docs, next_id)
-        vectors, token_rows = self._vectors(new_docs, chunks, parallel_done, identity.dimension)
-
-        summary.generation = self._commit(new_docs, removed, chunks, vectors, token_rows, identity, next_id)
+        reader = GroupReader(self.settings, self.tokenizer, summary, self.clock, self.progress, self.parallel)
+        with ExitStack() as stack:
+            identity = wanted
+            for group in self._guarded(reader.groups(changed, known)):
+                if self.builder is None:  # the first document read: the model's dimension, then the draft
+                    identity = wanted.model_copy(update={"dimension": self._dimension(group)})
+                    if base is not None:
+                        check_identity(self.writer.root, base.manifest, identity)
+                    self._open(stack, identity)
+                self._take(group, identity.dimension)
+            if self.builder is None:
+                if summary.unchanged == 0:
+                    raise NoDocumentsError(
+                        f"none of the {len(files)} documents could be indexed (see the warnings above); the store "
+                        "was not changed"
+                    )
+                graph_only = (
+                    self.settings.graph and base is not None and not has_graph(base.folder)
+                )  # built with it off
+                if base is not None and not removed and not graph_only:
+                    summary.generation = base.generation
+                    return summary
+                self._open(stack, identity)
+            summary.generation = self._commit(removed, identity)
         summary.committed = True
-        summary.new_chunks = {level: len(chunks[level]) for level in LEVELS}
         return summary
 
-    def _commit(
+    def _open(self, stack: ExitStack, identity: StoreIdentity) -> None:
+        """The draft of the new generation, its builder, and the first chunk id it numbers from."""
+        self.draft = stack.enter_context(new_generation(self.writer, self.base))
+        self.builder = GenerationBuilder(self.draft.folder, self.base, identity.dimension, self.projection)
+        stack.callback(self.builder.close)  # a build stopped before it finished lets go of its catalog first
+        self.next_id = first_free_chunk_id(self.writer, self.base)
+        self.summary.new_chunks = {level: 0 for level in LEVELS}
+
+    def _working(self) -> AbstractContextManager[None]:
+        """Reading and embedding while the draft is open: their failures are not the store's (`Draft.working`)."""
+        return self.draft.working() if self.draft is not None else nullcontext()
+
+    def _guarded(self, groups: Iterator[DocumentGroup]) -> Iterator[DocumentGroup]:
+        """`groups`, each read under `_working`."""
+        while True:
+            with self._working():
+                group = next(groups, None)
+            if group is None:
+                return
+            yield group
+
+    def _take(self, group: DocumentGroup, dimension: int) -> None:
+        """Embed one group and hand it over; then let it go, so that neither its text nor its vectors outlive it
+        (the last group's would otherwise stay through the graph and adaptation stages)."""
+        with self._working():
+            chunks, vectors, token_rows = self._embed(group, dimension)
+        self._hand_over(group, chunks, vectors, token_rows)
+        group.documents.clear()
+        group.prepared = None
+
+    def _embed(
+        self, group: DocumentGroup, dimension: int
+    ) -> tuple[dict[Level, list[Chunk]], dict[Level, np.ndarray], list[np.ndarray] | None]:
+        """One group's chunk records, numbered on from the previous group's, with every level's vectors (gathered
+        from a parallel engine's workers, or embedded here) and the sentences' token vectors where the store keeps
+        them."""
+        docs = group.documents
+        if self.parallel is None and self.chunking.chunker == "semantic":
+            self._cut(group)
+        chunks, self.next_id = assign_ids(docs, self.next_id)
+        with self.clock.stage("embed"):
+            if group.prepared is not None:
+                return chunks, gather_vectors(group.prepared, dimension), None
+            assert self.embedder is not None
+            vectors, token_rows = embed_levels(
+                docs, chunks, self.embedder, self.settings.vector_mode, self.progress, token_reducer(self.projection)
+            )
+        return chunks, vectors, token_rows
+
+    def _hand_over(
         self,
-        new_docs: list[NewDocument],
-        removed: list[str],
+        group: DocumentGroup,
         chunks: dict[Level, list[Chunk]],
         vectors: dict[Level, np.ndarray],
         token_rows: list[np.ndarray] | None,
-        identity: StoreIdentity,
-        next_id: int,
-    ) -> int:
-        """The hand-off: one new generation of the base's files with the changes, and the concept graph; its
-        number."""
-        base = self.base
-        with new_generation(self.writer, base) as draft:
-            with self.clock.stage("index"):
-                counts = write_indexes(
-                    draft.folder,
-                    base,
-                    [(d.info, d.text) for d in new_docs],
-                    removed,
-                    chunks,
-                    vectors,
-                    identity.dimension,
-                    self.progress,
-                    token_rows,
-                    self.projection,
-                    {d.source.doc_id: d.outline for d in new_docs},
-                )
-            if self.settings.graph:
-                with self.clock.stage("graph"):
-                    # A parallel run, or one that only builds the graph, loaded no model here: the names' model
-                    # loads only when a concept needs its vector.
-                    names = _names_embedder(self.embedder, self.embedder_factory)
-                    texts = {d.source.doc_id: d.text for d in new_docs}
-                    write_graph(draft, base, texts, names, identity.dimension, self.progress)
-            # Ranking settings fitted to this text by pseudo-queries (no labels), searched one query at a time.
-            with self.clock.stage("adapt"), search_threads(self.settings.threads):
-                adapt_generation(draft.folder, identity, self.embedder or self.embedder_factory())
-            with self.clock.stage("commit"):
-                draft.publish(identity, counts, next_id)
+    ) -> None:
+        """Give one group's documents, chunk records and vectors to the generation being built; the group's text
+        is then only in the draft's catalog."""
+        assert self.builder is not None
+        docs = group.documents
+        with self.clock.stage("index"):
+            self.builder.add(
+                [(d.info, d.text) for d in docs],
+                chunks,
+                vectors,
+                token_rows,
+                {d.source.doc_id: d.outline for d in docs},
+            )
+        self.new_ids += [d.source.doc_id for d in docs]
+        for level in LEVELS:
+            self.summary.new_chunks[level] += len(chunks[level])
+
+    def _commit(self, removed: list[str], identity: StoreIdentity) -> int:
+        """The hand-off: the builder's files written without the removed documents, the concept graph, the ranking
+        settings, and the new generation published; its number."""
+        draft, builder = self.draft, self.builder
+        assert draft is not None and builder is not None
+        with self.clock.stage("index"):
+            builder.remove(removed)
+            counts = builder.finish(self.progress)
+        if self.settings.graph:
+            with self.clock.stage("graph"):
+                # A parallel run, or one that only builds the graph, loaded no model here: the names' model
+                # loads only when a concept needs its vector.
+                names = _names_embedder(self.embedder, self.embedder_factory)
+                write_graph(draft, self.base, self.new_ids, names, identity.dimension, self.progress)
+        # Ranking settings fitted to this text by pseudo-queries (no labels), searched one query at a time.
+        with self.clock.stage("adapt"), search_threads(self.settings.threads):
+            adapt_generation(draft.folder, identity, self.embedder or self.embedder_factory())
+        with self.clock.stage("commit"):
+            draft.publish(identity, counts, self.next_id)
         return draft.number
 
     def _diff(self, files: list[SourceFile], known: dict[str, str]) -> list[tuple[SourceFile, str]]:
@@ -243,7 +259,8 @@ class _IndexRun:
                 try:
                     digest = file_hash(source.path, source.roots, source.max_bytes)
                 except ExtractionError as exc:  # gone or unreadable since discovery: the others are still indexed
-                    self._failed(source, exc)
+                    log.warning("skipped %s: %s", source.path, exc.reason)
+                    self.summary.failed.append((text_of(str(source.path)), exc.reason))
                     continue
                 if known.get(source.doc_id) == digest:
                     self.summary.unchanged += 1
@@ -251,103 +268,34 @@ class _IndexRun:
                     changed.append((source, digest))
         return changed
 
-    def _failed(self, source: SourceFile, exc: ExtractionError) -> None:
-        log.warning("skipped %s: %s", source.path, exc.reason)
-        self.summary.failed.append((text_of(str(source.path)), exc.reason))
-
-    def _read(
-        self, changed: list[tuple[SourceFile, str]], known: dict[str, str]
-    ) -> tuple[list[NewDocument], list[PreparedDocument] | None]:
-        """The changed documents' text and chunks (and, from a parallel engine, their vectors: those outcomes are
-        returned too, in the documents' order); the ones that cannot be read are reported and left out."""
-        outcomes: list[PreparedDocument] | None = None
-        if self.parallel is not None and changed:  # extract, chunk and embed every changed document on the workers
-            with self.clock.stage("parallel"):
-                outcomes = self.parallel.run(changed, self.progress)
-        summary = self.summary
-        new_docs: list[NewDocument] = []
-        parallel_done: list[PreparedDocument] = []
-        for number, (source, digest) in enumerate(changed, 1):
-            outcome = outcomes[number - 1] if outcomes is not None else None
-            if outcome is None:
-                self.progress.update(EXTRACTING, number, len(changed))
-            with self.clock.stage("extract"):
-                try:
-                    extracted = outcome.result(source) if outcome is not None else extract_text(source)
-                    check_sentence_cap(source.path, extracted.text, self.settings.limits.max_sentences)
-                except ExtractionError as exc:
-                    self._failed(source, exc)
-                    continue
-            if extracted.content_hash != digest:
-                log.warning("%s changed while it was being indexed; indexed it as last read", source.path)
-                summary.changed_while_read.append(text_of(str(source.path)))
-                digest = extracted.content_hash
-            if extracted.replaced_bytes:
-                log.warning("%s has bytes that are not valid %s; they were replaced", source.path, extracted.encoding)
-                summary.replaced_bytes.append(text_of(str(source.path)))
-            elif extracted.guessed_encoding:
-                log.warning("%s is not UTF-8 and names no encoding; read it as %s", source.path, extracted.encoding)
-                summary.guessed_encodings.append((text_of(str(source.path)), extracted.encoding))
-            with self.clock.stage("chunk"):
-                outline = outline_of(extracted, self.tokenizer)
-                if outcome is not None:
-                    spans, n_tokens = outcome.spans, outcome.n_tokens
-                    parallel_done.append(outcome)
-                else:
-                    spans, n_tokens = chunk_text(extracted.text, self.tokenizer, self.chunking, outline.sections)
-            new_docs.append(NewDocument(source, digest, extracted.text, spans, n_tokens, outline=outline))
-            if source.doc_id in known:
-                summary.updated += 1
-            else:
-                summary.added += 1
-        return new_docs, (parallel_done if outcomes is not None else None)
-
-    def _embedder_for(self, new_docs: list[NewDocument]) -> int:
-        """Load the model (and the token projection); the semantic chunker embeds the sentences now, to cut the
-        mid chunks, and the finest level keeps their vectors. Returns the model's dimension."""
+    def _dimension(self, group: DocumentGroup) -> int:
+        """The vectors' dimension: a parallel engine's, or the model's, loaded here (with the token projection)."""
+        if group.prepared is not None:
+            return dimension_of(group.prepared)
         embedder = self.embedder = self.embedder_factory()
         if embedder.dimension <= 0:
             raise InvalidInputError("the embedding model reports no dimension")
         if self.token_dims:
             self.projection = token_projection(self.base, embedder, embedder.dimension, self.token_dims)
-        if self.chunking.chunker == "semantic":
-            with self.clock.stage("chunk"):
-                semantic = semantic_documents(
-                    [(d.source.doc_id, d.text) for d in new_docs],
-                    self.tokenizer,
-                    self.chunking,
-                    embedder,
-                    self.progress.callback(embedding(FINEST)),
-                    token_reduce=token_reducer(self.projection),
-                    sections=[d.outline.sections for d in new_docs],
-                )
-            for doc, (spans, sentence_vectors, sentence_tokens) in zip(new_docs, semantic):
-                doc.spans, doc.sentence_vectors, doc.sentence_tokens = spans, sentence_vectors, sentence_tokens
         return embedder.dimension
 
-    def _vectors(
-        self,
-        new_docs: list[NewDocument],
-        chunks: dict[Level, list[Chunk]],
-        parallel_done: list[PreparedDocument] | None,
-        dimension: int,
-    ) -> tuple[dict[Level, np.ndarray], list[np.ndarray] | None]:
-        """Every level's vectors in the chunks' order (gathered from a parallel engine's workers, or embedded
-        here), and the sentences' token vectors where the store keeps them."""
-        if not new_docs:
-            return {}, None
-        with self.clock.stage("embed"):
-            if parallel_done is not None:
-                return gather_vectors(parallel_done, dimension), None
-            assert self.embedder is not None
-            return embed_levels(
-                new_docs,
-                chunks,
+    def _cut(self, group: DocumentGroup) -> None:
+        """The semantic chunker embeds a group's sentences to cut its mid chunks; the finest level keeps their
+        vectors."""
+        assert self.embedder is not None
+        docs = group.documents
+        with self.clock.stage("chunk"):
+            semantic = semantic_documents(
+                [(d.source.doc_id, d.text) for d in docs],
+                self.tokenizer,
+                self.chunking,
                 self.embedder,
-                self.settings.vector_mode,
-                self.progress,
-                token_reducer(self.projection),
+                self.progress.callback(embedding(FINEST)),
+                token_reduce=token_reducer(self.projection),
+                sections=[d.outline.sections for d in docs],
             )
+        for doc, (spans, sentence_vectors, sentence_tokens) in zip(docs, semantic):
+            doc.spans, doc.sentence_vectors, doc.sentence_tokens = spans, sentence_vectors, sentence_tokens
 
 
 def _names_embedder(
@@ -365,18 +313,41 @@ def _names_embedder(
     return embed
 
 
+class _StoredTexts(Mapping[str, str]):
+    """The new documents' text by doc id, read from the generation's catalog as the graph asks for each, so that a
+    run never holds every document's text at once."""
+
+    def __init__(self, catalog: Catalog, doc_ids: Sequence[str]) -> None:
+        self._catalog, self._ids = catalog, dict.fromkeys(doc_ids)
+
+    def __getitem__(self, doc_id: str) -> str:
+        text = self._catalog.document_text(doc_id) if doc_id in self._ids else None
+        if text is None:
+            raise KeyError(doc_id)
+        return text
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._ids  # without reading the text, as Mapping's own test would
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 def write_graph(
     draft: Draft,
     base: Snapshot | None,
-    texts: dict[str, str],
+    new_ids: Sequence[str],
     embed_names: Callable[[list[str]], np.ndarray] | None,
     dimension: int,
     progress: Progress,
 ) -> None:
     """The concept graph of the generation being built, from its catalog and sentence vectors (see indexing/graph.py).
 
-    `texts`: the new documents' text by doc id; `embed_names` embeds the names of concepts new to this generation
-    (None: a removal, which adds none)."""
+    `new_ids`: the documents new to it, whose concepts are extracted; `embed_names` embeds the names of concepts new
+    to this generation (None: a removal, which adds none)."""
     from granrag_mcp.indexing.graph import write_generation_graph
 
     progress.message("building the concept graph")
@@ -387,7 +358,7 @@ def write_graph(
             draft.folder,
             base.folder if base else None,
             catalog,
-            texts,
+            _StoredTexts(catalog, new_ids),
             sentences.reconstruct,
             embed_names,
             dimension,

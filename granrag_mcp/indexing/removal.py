@@ -43,7 +43,7 @@ def remove_documents(
                 empty: dict[Level, list[Chunk]] = {level: [] for level in LEVELS}
                 counts = write_indexes(draft.folder, base, [], wanted, empty, {}, dimension, progress)
                 if has_graph(base.folder):  # the graph without their concepts; none where indexing built none
-                    write_graph(draft, base, {}, None, dimension, progress)
+                    write_graph(draft, base, [], None, dimension, progress)
                 draft.publish(base.manifest.identity, counts, base.manifest.next_chunk_id)
         finally:
             base.close()

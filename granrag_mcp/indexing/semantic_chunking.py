@@ -210,10 +210,18 @@ SHARED_GROUP = -1
 """The embedding group of every document whose cut does not depend on its sentence vectors."""
 
 
-def cut_uses_vectors(plan: SentencePlan) -> bool:
-    """Whether the document's mid boundaries depend on its sentence vectors: only where some broad chunk holds two
-    sentences or more is there a distance between neighbours to compare with the threshold."""
-    return any(len(sentences) > 1 for sentences in plan.sentences)
+def cut_uses_vectors(plan: SentencePlan, settings: ChunkSettings) -> bool:
+    """Whether the document's mid boundaries depend on its sentence vectors. They do not in a broad chunk of one
+    or two sentences and no section start (fixed windows: nothing to compare), nor in one whose sentences together
+    are under `semantic_min_tokens` (and within `mid_tokens`): every run of it is then too small and merges with a
+    neighbour until one mid holds them all, whichever distances chose the order of the merges."""
+    for n, sentences in enumerate(plan.sentences):
+        if plan.starts and plan.starts[n]:
+            return True
+        total = sum(tokens for _, _, tokens in sentences)
+        if len(sentences) > 2 and not (total < settings.semantic_min_tokens and total <= settings.mid_tokens):
+            return True
+    return False
 
 
 def semantic_documents(
@@ -250,9 +258,11 @@ def cut_planned(
     texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
     # Each document is batched on its own: a boundary near the percentile threshold would otherwise move with
     # the rounding that the documents embedded beside it bring (the local and parallel engines group them apart).
-    # Documents whose cut uses no distance share one group, so many one-sentence files fill whole batches.
+    # Documents whose cut uses no distance share one group, so many small files fill whole batches.
     groups = [
-        n if cut_uses_vectors(plan) else SHARED_GROUP for n, plan in enumerate(plans) for _ in range(plan.texts_count)
+        n if cut_uses_vectors(plan, settings) else SHARED_GROUP
+        for n, plan in enumerate(plans)
+        for _ in range(plan.texts_count)
     ]
     tokens: list[np.ndarray] | None = None
     if token_reduce is not None:

@@ -63,6 +63,16 @@ class Draft:
             except OSError:
                 shutil.copyfile(base_folder / name, self.folder / name)
 
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """Around work done while the draft is open that is not the writing of its files (reading documents,
+        embedding them): what fails there still removes the draft, but is raised as itself, not as a failed
+        commit whose advice (free disk space) would be wrong."""
+        try:
+            yield
+        except Exception as exc:
+            raise _NotTheStore(exc) from exc
+
     def open_catalog(self) -> Catalog:
         """The catalog written so far, read-only."""
         return Catalog.open_readonly(self.folder / CATALOG_FILE)
@@ -72,23 +82,136 @@ class Draft:
         return VectorIndex.read(self.folder / vector_file(level))
 
 
+class _NotTheStore(BaseException):
+    """Carries an error of `Draft.working` past the commit's handling of store failures, which lets it through."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 @contextmanager
 def new_generation(writer: StoreWriter, base: Snapshot | None = None) -> Iterator[Draft]:
     """A new generation folder, numbered after every generation on disk (a rebuild too, so that the one `recover`
     falls back to is never replaced); it is removed again unless the body publishes it."""
     last, _ = writer.numbering()
     number = max(base.generation if base is not None else 0, last) + 1
-    with writer.committing(number):
-        draft = Draft(writer, number, writer.new_folder(number))
-        yield draft
-        if draft.published is None:
-            raise RuntimeError(f"generation {number} was written but not published")
+    try:
+        with writer.committing(number):
+            draft = Draft(writer, number, writer.new_folder(number))
+            yield draft
+            if draft.published is None:
+                raise RuntimeError(f"generation {number} was written but not published")
+    except _NotTheStore as carried:
+        raise carried.error from carried.error.__cause__
 
 
 def first_free_chunk_id(writer: StoreWriter, base: Snapshot | None) -> int:
     """The first chunk id of the next generation: after the base's, or after every id on disk for a rebuild, so an
     old id never names a new chunk."""
     return base.manifest.next_chunk_id if base is not None else writer.numbering()[1]
+
+
+class GenerationBuilder:
+    """A generation's catalog and indexes written from its base in groups of changed documents, so that a run holds
+    one group's text at a time: each `add` puts a group's documents, chunk records and vectors in, replacing their
+    base versions; `finish` removes the stale chunks and writes the files. The result is the one `write_indexes`
+    writes from all the groups at once."""
+
+    def __init__(
+        self, folder: Path, base: Snapshot | None, dimension: int, projection: np.ndarray | None = None
+    ) -> None:
+        self.folder, self.base, self.projection = folder, base, projection
+        if base is not None:
+            shutil.copyfile(base.folder / CATALOG_FILE, folder / CATALOG_FILE)
+            carry_ranker(base.folder, folder)  # a fitted candidate ranker stays with the store
+        self.catalog = Catalog.open_writable(folder / CATALOG_FILE)
+        self.indexes = {
+            level: VectorIndex.read(base.folder / vector_file(level)) if base else VectorIndex.empty(dimension)
+            for level in LEVELS
+        }
+        self.stale: dict[Level, list[int]] = {level: [] for level in LEVELS}
+        # A graph gets its new vectors in one add after the removals, as from one group: the graph it builds
+        # depends on how its additions are split.
+        self.pending: dict[Level, list[tuple[np.ndarray, np.ndarray]]] = {level: [] for level in LEVELS}
+        self.token_ids: list[int] = []
+        self.token_rows: list[np.ndarray] | None = None
+
+    def add(
+        self,
+        documents: Sequence[tuple[DocumentInfo, str]],
+        chunks: Mapping[Level, Sequence[Chunk]],
+        vectors: Mapping[Level, np.ndarray],
+        token_rows: list[np.ndarray] | None = None,
+        outlines: Mapping[str, Outline] | None = None,
+    ) -> None:
+        """One group of changed documents (info and text) with their `chunks`, `vectors` (rows in the chunks'
+        order), `outlines` by doc id, and the int8 token rows of their finest chunks where the store keeps them."""
+        self._replace([info.doc_id for info, _ in documents])
+        by_doc: dict[str, list[Chunk]] = {}
+        for level in LEVELS:
+            for chunk in chunks.get(level, ()):
+                by_doc.setdefault(chunk.doc_id, []).append(chunk)
+        for info, text in documents:
+            self.catalog.insert_document(
+                info, text, by_doc.get(info.doc_id, []), (outlines or {}).get(info.doc_id, EMPTY)
+            )
+        self.catalog.commit()  # the draft is not current: a commit here only lets SQLite release the group
+        for level in LEVELS:
+            level_chunks = chunks.get(level, ())
+            if not level_chunks:
+                continue
+            ids = np.array([c.id for c in level_chunks], dtype=np.int64)
+            index = self.indexes[level]
+            if index.kind == "hnsw":
+                self.pending[level].append((ids, np.asarray(vectors[level], dtype=np.float32)))
+            else:  # a flat index appends: removing the stale rows afterwards leaves the rows in the same order
+                index.add(ids, vectors[level])
+        if token_rows is not None:
+            self.token_rows = self.token_rows if self.token_rows is not None else []
+            self.token_rows.extend(token_rows)
+        self.token_ids += [c.id for c in chunks.get(FINEST, ())]
+
+    def remove(self, doc_ids: Sequence[str]) -> None:
+        """Leave the base's documents `doc_ids` out."""
+        self._replace(doc_ids)
+        self.catalog.commit()
+
+    def _replace(self, doc_ids: Sequence[str]) -> None:
+        if self.base is not None:
+            for level, ids in self.base.catalog.chunk_ids_of_documents(doc_ids).items():
+                self.stale[level] += ids
+        self.catalog.delete_documents(doc_ids)
+
+    def finish(self, progress: Progress) -> dict[str, int]:
+        """Write the vector, BM25 and token-vector files; the generation's counts."""
+        catalog = self.catalog
+        try:
+            for level in LEVELS:
+                index = self.indexes.pop(level)
+                index.remove(np.asarray(self.stale[level], dtype=np.int64))
+                pending = self.pending.pop(level)
+                if pending:  # in one piece: see `pending`
+                    index.add(np.concatenate([ids for ids, _ in pending]), np.concatenate([v for _, v in pending]))
+                index.write(self.folder / vector_file(level))
+                progress.level_written(level, len(index))
+                del index
+                level_chunks = catalog.chunks_of_level(level)
+                lexical = LexicalIndex.build([c.id for c in level_chunks], [c.text for c in level_chunks])
+                del level_chunks
+                lexical.write(self.folder / lexical_file(level))
+            write_token_vectors(
+                self.folder, self.base, self.stale[FINEST], self.token_ids, self.token_rows, self.projection
+            )
+            counts: dict[str, int] = {level: catalog.level_counts().get(level, 0) for level in LEVELS}
+            counts["documents"] = catalog.count_documents()
+        finally:
+            catalog.close()
+        return counts
+
+    def close(self) -> None:
+        """Let go of the catalog of a build that stops before `finish`."""
+        self.catalog.close()
 
 
 def write_indexes(
@@ -108,44 +231,22 @@ def write_indexes(
     documents, with `documents` (info and text) and their `chunks`, `vectors` and `outlines` (by doc id; a document
     without one has no structure); token vectors where the base has them or `token_rows` (int8, per finest chunk
     of `chunks`) are given. Returns the generation's counts."""
-    replaced_docs = [info.doc_id for info, _ in documents] + list(removed)
-    stale_ids = base.catalog.chunk_ids_of_documents(replaced_docs) if base else {level: [] for level in LEVELS}
-    if base is not None:
-        shutil.copyfile(base.folder / CATALOG_FILE, folder / CATALOG_FILE)
-        carry_ranker(base.folder, folder)  # a fitted candidate ranker stays with the store
-    catalog = Catalog.open_writable(folder / CATALOG_FILE)
+    builder = GenerationBuilder(folder, base, dimension, projection)
     try:
-        catalog.delete_documents(replaced_docs)
-        by_doc: dict[str, list[Chunk]] = {}
-        for level in LEVELS:
-            for chunk in chunks[level]:
-                by_doc.setdefault(chunk.doc_id, []).append(chunk)
-        for info, text in documents:
-            catalog.insert_document(info, text, by_doc.get(info.doc_id, []), (outlines or {}).get(info.doc_id, EMPTY))
-        catalog.commit()
-        for level in LEVELS:
-            index = VectorIndex.read(base.folder / vector_file(level)) if base else VectorIndex.empty(dimension)
-            index.remove(np.asarray(stale_ids[level], dtype=np.int64))
-            if chunks[level]:
-                index.add(np.array([c.id for c in chunks[level]], dtype=np.int64), vectors[level])
-            index.write(folder / vector_file(level))
-            progress.level_written(level, len(index))
-            level_chunks = catalog.chunks_of_level(level)
-            lexical = LexicalIndex.build([c.id for c in level_chunks], [c.text for c in level_chunks])
-            lexical.write(folder / lexical_file(level))
-        write_token_vectors(folder, base, stale_ids[FINEST], chunks[FINEST], token_rows, projection)
-        counts: dict[str, int] = {level: catalog.level_counts().get(level, 0) for level in LEVELS}
-        counts["documents"] = catalog.count_documents()
-    finally:
-        catalog.close()
-    return counts
+        builder.remove(removed)
+        if documents:
+            builder.add(documents, chunks, vectors, token_rows, outlines)
+    except BaseException:
+        builder.close()
+        raise
+    return builder.finish(progress)
 
 
 def write_token_vectors(
     folder: Path,
     base: Snapshot | None,
     stale: Sequence[int],
-    sentences: list[Chunk],
+    sentence_ids: Sequence[int],
     rows: list[np.ndarray] | None,
     projection: np.ndarray | None,
 ) -> None:
@@ -153,7 +254,7 @@ def write_token_vectors(
     stored = base.token_vectors if base is not None else None
     if stored is None and rows is None:
         return
-    if sentences and (rows is None or len(rows) != len(sentences)):
+    if sentence_ids and (rows is None or len(rows) != len(sentence_ids)):
         raise ValueError("token vectors are kept for this store, but the new sentences came without them")
     current = stored if stored is not None else TokenVectors.empty(projection)  # type: ignore[arg-type]
-    current.updated(stale, [c.id for c in sentences], rows or []).write(folder)
+    current.updated(stale, list(sentence_ids), rows or []).write(folder)

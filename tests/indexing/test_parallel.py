@@ -154,3 +154,15 @@ def test_a_prepared_failure_raises_the_extraction_error(tmp_path):
     assert prepared.extracted is None and prepared.failure
     with pytest.raises(ExtractionError, match=r"gone\.txt"):
         prepared.result(source)
+
+
+def test_parallel_stages_in_slices_of_a_few_files_build_the_same_store(tmp_path):
+    docs = more_documents(tmp_path / "docs")
+    index(docs, tmp_path / "local", chunking=SEMANTIC_CHUNKS)
+    stages = ScrambledStages(chunking=SEMANTIC_CHUNKS)
+    # 100 characters a group: a parallel call takes files of about 800 bytes, a few at a time.
+    summary = index(docs, tmp_path / "parallel", parallel=stages, chunking=SEMANTIC_CHUNKS, index_group_chars=100)
+    assert stages.runs > 2 and summary.added == 8 and summary.committed
+    comparison = compare_stores(tmp_path / "local", tmp_path / "parallel")
+    assert comparison.same_chunks and comparison.same_concepts, comparison.differences
+    assert comparison.min_cosine >= 0.99999

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from granrag_mcp.errors import StoreMismatchError
 from granrag_mcp.indexing.chunking import ChunkSettings
 from granrag_mcp.indexing.semantic_chunking import (
     boundaries,
+    cut_uses_vectors,
     group_sentences,
     parse_override,
     percentile_for,
+    plan_document,
     semantic_documents,
+    semantic_spans,
     smoothed_distances,
 )
 from granrag_mcp.settings import Settings
@@ -132,6 +137,58 @@ def test_one_sentence_documents_share_their_batches_and_cut_as_when_batched_alon
     assert len({group_of_text[text] for _, text in notes}) == 1, "one-sentence documents must share batches"
     assert group_of_text["Quasar telescope redshift observed."] != group_of_text[notes[0][1]]
     alone = [semantic_documents([doc], get_tokenizer(), SEMANTIC, FakeEmbedder())[0] for doc in documents]
+    assert [spans for spans, _, _ in together] == [spans for spans, _, _ in alone]
+
+
+@given(
+    tokens=st.lists(st.integers(1, 6), min_size=3, max_size=12),
+    distances=st.lists(st.floats(0, 2), min_size=11, max_size=11),
+    threshold=st.floats(0, 2),
+)
+def test_sentences_under_the_minimum_together_make_one_mid_whatever_the_distances(tokens, distances, threshold):
+    minimum = sum(tokens) + 1
+    runs = group_sentences(tokens, np.array(distances[: len(tokens) - 1]), threshold, minimum + 10, minimum)
+    assert runs == [(0, len(tokens))]
+
+
+def random_cuts(text: str, settings: ChunkSettings, tries: int = 30) -> set[tuple]:
+    """The distinct cuts of `text` under random sentence vectors."""
+    plan = plan_document(text, get_tokenizer(), settings)
+    rng = np.random.default_rng(3)
+    cuts = set()
+    for _ in range(tries):
+        vectors = rng.normal(size=(plan.texts_count, 16)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        cuts.add(tuple(semantic_spans(text, plan, vectors, settings, 50.0)))
+    return cuts
+
+
+def test_small_documents_of_several_sentences_share_batches_and_cut_alike_whatever_their_vectors():
+    class Recording(FakeEmbedder):
+        def embed(self, texts, progress=None, groups=None):
+            self.seen = list(zip(texts, groups))
+            return super().embed(texts, progress, groups)
+
+    settings = SEMANTIC.model_copy(update={"semantic_min_tokens": 40})
+    small = [(f"s{n}.md", f"Crate {n} left at noon. Dock {n % 4} was busy. The tide turned late.") for n in range(30)]
+    plans = [plan_document(text, get_tokenizer(), settings) for _, text in small]
+    assert all(plan.texts_count == 3 and not cut_uses_vectors(plan, settings) for plan in plans)
+    assert all(len(random_cuts(text, settings)) == 1 for _, text in small)
+    # The same documents over a lower minimum: their cut does follow the vectors, and they batch alone.
+    low = settings.model_copy(update={"semantic_min_tokens": 2})
+    assert all(cut_uses_vectors(plan_document(text, get_tokenizer(), low), low) for _, text in small)
+    assert any(len(random_cuts(text, low)) > 1 for _, text in small)
+
+    documents = [*small, ("topics.md", "\n\n".join(TOPICS))]
+    embedder = Recording()
+    together = semantic_documents(documents, get_tokenizer(), settings, embedder)
+    group_of_text = dict(embedder.seen)
+    assert (
+        len({group_of_text["The tide turned late."]} | {group_of_text[f"Crate {n} left at noon."] for n in range(30)})
+        == 1
+    )
+    assert group_of_text["Quasar telescope redshift observed."] != group_of_text["The tide turned late."]
+    alone = [semantic_documents([doc], get_tokenizer(), settings, FakeEmbedder())[0] for doc in documents]
     assert [spans for spans, _, _ in together] == [spans for spans, _, _ in alone]
 
 
