@@ -221,6 +221,7 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
     }
     hrr_runs: list[tuple[PseudoQuery, np.ndarray, dict[str, Scored]]] = []
     level_depths, rrf_depths = dense_depths(LEVEL_DEPTH), dense_depths(RRF_DEPTH)
+    deepest = max(DEPTH, *level_depths)
     for query, vector in zip(queries, vectors):
         # searched once as deep as the deepest option: a shallower FAISS list is a prefix of a deeper one
         raw = rrf_searches(view, query.text, vector, CANDIDATE_LEVEL, _dense_at(RRF_LISTS, rrf_depths[-1], DEPTH), True)
@@ -229,12 +230,9 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
         runs = [(RRF_FUSION, by_depth[RRF_DEPTH], CANDIDATE_LEVEL, 60)]
         for level in LEVELS:
             dense_name, lexical_name = list_name(level, "dense"), list_name(level, "lexical")
-            deepest = max(DEPTH, *level_depths)
             dense, lexical = view.dense(level, vector, deepest), view.lexical(level, query.text, DEPTH)
             runs.append((level_fusion(level), {dense_name: dense[:DEPTH], lexical_name: lexical}, level, 60))
-            levels = {
-                d: {dense_name: dense[:d], lexical_name: lexical[:LEVEL_DEPTH]} for d in dense_depths(LEVEL_DEPTH)
-            }
+            levels = {d: {dense_name: dense[:d], lexical_name: lexical[:LEVEL_DEPTH]} for d in level_depths}
             _add(shaped[level_fusion(level)], levels, query.targets[level])
         if view.reranker is not None:
             lists, _ = hrr_lists(view, query.text, vector)
