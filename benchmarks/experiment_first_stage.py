@@ -1,16 +1,26 @@
-"""Would dense pseudo-relevance feedback give hrr_search better candidates? Rocchio in vector space, label-free and
-query-time only: the question's vector moved toward the stored vectors of the first m chunks of a BM25 list,
-q' = normalise(q + alpha * mean(top-m vectors)), and HRR's candidate stage run with q' in place of q (its dense
-lists, the reranker's windows and the candidate ranker's cosines).
+"""Would a label-free change to HRR's first stage give hrr_search better candidates? Two are tried against HRR as
+shipped (the setting `off`, always run first), each through HRR's whole candidate stage with the store's ranker:
 
-    python benchmarks/experiment_first_stage.py --squad ../shared/datasets/covidqa-a.json --store COVID_STORE \\
-        --alphas 0,0.3,0.5,1 --depths 3,5 --sources mid,sentence --name prf_covid_a
+- dense pseudo-relevance feedback (Rocchio in vector space, query-time only): the question's vector moved toward
+  the stored vectors of the first m chunks of a list, q' = normalise(q + alpha * their mean). `--sources`: `mid`
+  (the mid BM25 list, mid vectors), `sentence` (the sentence BM25 list, sentence vectors), `first` (the first m mids
+  of HRR's own first fusion, run with q); `--alphas` and `--depths` (m) give the grid;
+- a query-side linear adapter fitted on the store's own pseudo-queries (`retrieval/ranking/adapt.py` makes them; a
+  fifth held out): a map W from a pseudo-query's vector to its target chunk's stored vector, q' = normalise(q W),
+  by ridge regression shrunk toward identity or by in-batch-negative softmax from identity (`--adapter-kind`),
+  one per `--shrinks` value; each row also gives the mid dense list's MRR@10 on the held-out pseudo-queries.
 
-`--sources`: `mid` (the mid BM25 list, mid vectors), `sentence` (the sentence BM25 list, sentence vectors),
-`first` (the first m mids of HRR's own first fusion, run with q). Alpha 0 is HRR as shipped. For each setting it
-reports hrr_search's broad and mid HR@5 / MRR@5 and candidate recall at 5 / 10 / 20 / 40 (the answer's mid among
-the first k candidates). The store must hold the QA set's corpus (`granrag-mcp eval --squad FILE --store STORE`
-builds it). Nothing here is used by the server; writes benchmarks/results/NAME.json unless --no-save.
+`--apply dense`: q' searches the dense lists only, the reranker and the candidate ranker read q; `all`: q' replaces
+q everywhere. For each setting it reports hrr_search's broad and mid HR@5 / MRR@5 and candidate recall at
+5 / 10 / 20 / 40 (the answer's mid among the first k candidates).
+
+    python benchmarks/experiment_first_stage.py --squad ../shared/datasets/covidqa-a.json --store COVID_STORE \
+        --alphas 0.3,0.5,1 --depths 3,5 --sources mid,sentence,first --apply dense --name prf_covid_a_dense
+    python benchmarks/experiment_first_stage.py --squad ../shared/datasets/covidqa-a.json --store COVID_STORE \
+        --sources '' --shrinks 0,0.01 --adapter-kind softmax --apply dense --name adapter_softmax_covid_a
+
+The store must hold the QA set's corpus (`granrag-mcp eval --squad FILE --store STORE` builds it). Nothing here is
+used by the server; writes benchmarks/results/NAME.json unless --no-save.
 """
 
 from __future__ import annotations
@@ -55,12 +65,13 @@ def main() -> int:
     parser.add_argument("--squad", type=Path, required=True)
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--sample", type=int, help="a seeded sample of this many questions (default: all)")
-    parser.add_argument("--alphas", default="0,0.3,0.5,1")
+    parser.add_argument("--alphas", default="0.3,0.5,1")
     parser.add_argument("--depths", default="3,5")
     parser.add_argument("--sources", default="mid,sentence")
     parser.add_argument("--shrinks", default="", help="query adapters to try: their shrinks toward identity")
     parser.add_argument("--adapter-queries", type=int, default=2000, help="pseudo-queries an adapter is fitted on")
     parser.add_argument("--adapter-kind", choices=("ridge", "softmax"), default="ridge")
+    parser.add_argument("--epochs", type=int, default=5, help="the softmax adapter's epochs")
     parser.add_argument("--adapter-target", choices=("mid", "sentence"), default="mid")
     parser.add_argument("--apply", choices=("all", "dense"), default="all", help="q' for everything or the dense lists")
     parser.add_argument("--name", default="prf", help="the result file's name under benchmarks/results")
@@ -187,11 +198,11 @@ def main() -> int:
 
     def adapter(shrink: float) -> np.ndarray:
         """A 384 x 384 map fitted on the store's own pseudo-queries, shrunk toward identity: q' = normalise(q W).
-        `ridge`: least squares of a pseudo-query's vector onto its target chunk's stored vector; `softmax`: five
+        `ridge`: least squares of a pseudo-query's vector onto its target chunk's stored vector; `softmax`: `--epochs`
         epochs of in-batch-negative softmax (other pseudo-queries' targets are the negatives), from identity."""
         level = CANDIDATE_LEVEL if args.adapter_target == "mid" else FINEST
-        x = np.asarray(embedder.embed_queries([p.text for p in pseudo]), dtype=np.float64)
-        ids = np.array([p.targets[level] for p in pseudo])
+        x = np.asarray(embedder.embed_queries([p.text for p in fitted]), dtype=np.float64)
+        ids = np.array([p.targets[level] for p in fitted])
         y = np.asarray(base.snapshot.vectors[level].reconstruct(ids), dtype=np.float64)
         y = y / np.linalg.norm(y, axis=1, keepdims=True)
         eye = np.eye(x.shape[1])
@@ -204,7 +215,7 @@ def main() -> int:
         xs, ys, same = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32), torch.tensor(ids)
         w = torch.nn.Parameter(torch.eye(x.shape[1]))
         optimiser = torch.optim.Adam([w], lr=1e-3)
-        for _ in range(5):
+        for _ in range(args.epochs):
             for batch in torch.randperm(len(xs)).split(128):
                 q = torch.nn.functional.normalize(xs[batch] @ w, dim=1)
                 logits = q @ ys[batch].T / 0.05
@@ -220,6 +231,19 @@ def main() -> int:
     rows = []
     shrinks = numbers(args.shrinks, float)
     pseudo = pseudo_queries(base, args.adapter_queries, 1) if shrinks else []
+    fitted, held_out = pseudo[: len(pseudo) * 4 // 5], pseudo[len(pseudo) * 4 // 5 :]
+
+    def held_out_mrr(w: np.ndarray | None) -> float:
+        """MRR@10 of the mid dense list on the pseudo-queries left out of the fit (does the map fit at all?)."""
+        vectors = embedder.embed_queries([p.text for p in held_out])
+        found = []
+        for p, vector in zip(held_out, vectors):
+            moved = vector if w is None else vector @ w
+            ranked = [i for i, _ in base.dense(CANDIDATE_LEVEL, (moved / np.linalg.norm(moved)).astype(np.float32), 10)]
+            target = p.targets[CANDIDATE_LEVEL]
+            found.append(1.0 / (ranked.index(target) + 1) if target in ranked else 0.0)
+        return round(float(np.mean(found)), 4) if found else 0.0
+
     for shrink in shrinks:
         fit_began = time.perf_counter()
         w = adapter(shrink)
@@ -233,6 +257,7 @@ def main() -> int:
             "pseudo_queries": len(pseudo),
             "shrink": shrink,
             "fit_seconds": round(fit_seconds, 1),
+            "held_out_pseudo_mrr": {"identity": held_out_mrr(None), "adapter": held_out_mrr(w)},
             "apply": args.apply,
             **score(queries, args.apply == "dense"),
         }
@@ -256,7 +281,7 @@ def main() -> int:
         print(row, file=sys.stderr, flush=True)
 
     result = {
-        "benchmark": "prf",
+        "benchmark": "experiment_first_stage",
         "qa_set": args.squad.name,
         "questions": len(questions),
         "sample": args.sample,
