@@ -8,7 +8,10 @@ shipped (the setting `off`, always run first), each through HRR's whole candidat
 - a query-side linear adapter fitted on the store's own pseudo-queries (`retrieval/ranking/adapt.py` makes them; a
   fifth held out): a map W from a pseudo-query's vector to its target chunk's stored vector, q' = normalise(q W),
   by ridge regression shrunk toward identity or by in-batch-negative softmax from identity (`--adapter-kind`),
-  one per `--shrinks` value; each row also gives the mid dense list's MRR@10 on the held-out pseudo-queries.
+  one per `--shrinks` value; each row also gives the mid dense list's MRR@10 on the held-out pseudo-queries;
+- BM25 expansion, the lexical counterpart of feedback: the BM25 lists search the question plus the
+  `--expand-terms` terms that weigh most (term frequency over length, times idf) in the first `--expand-depths` mids
+  of the mid BM25 list; the rest of HRR reads the question as it is.
 
 `--apply dense`: q' searches the dense lists only, the reranker and the candidate ranker read q; `all`: q' replaces
 q everywhere. For each setting it reports hrr_search's broad and mid HR@5 / MRR@5 and candidate recall at
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -73,6 +77,8 @@ def main() -> int:
     parser.add_argument("--adapter-kind", choices=("ridge", "softmax"), default="ridge")
     parser.add_argument("--epochs", type=int, default=5, help="the softmax adapter's epochs")
     parser.add_argument("--adapter-target", choices=("mid", "sentence"), default="mid")
+    parser.add_argument("--expand-depths", default="", help="BM25 expansion: from the first m mids of its list")
+    parser.add_argument("--expand-terms", default="", help="BM25 expansion: this many terms added to the question")
     parser.add_argument("--apply", choices=("all", "dense"), default="all", help="q' for everything or the dense lists")
     parser.add_argument("--name", default="prf", help="the result file's name under benchmarks/results")
     parser.add_argument("--no-save", action="store_true")
@@ -103,6 +109,7 @@ def main() -> int:
     from granrag_mcp.retrieval.rerank import rerank_chunks
     from granrag_mcp.retrieval.view import ScoredChunk, View
     from granrag_mcp.settings import Settings
+    from granrag_mcp.store.lexical import analyse, idf
 
     began = time.perf_counter()
     settings = Settings(store=args.store)
@@ -142,14 +149,17 @@ def main() -> int:
             return np.zeros_like(plain[text])
         return np.asarray(base.snapshot.vectors[level].reconstruct(np.array(ids)), dtype=np.float32).mean(axis=0)
 
-    def candidates(view: View, text: str, moved: np.ndarray) -> list[Any]:
-        """HRR's candidate stage with `moved` searching the dense lists only; the reranker and the candidate ranker
-        read the question's own vector (`--apply dense`)."""
-        vector = plain[text]
-        sentences = {SENTENCE_DENSE: view.dense(FINEST, moved, 50), SENTENCE_LEXICAL: view.lexical(FINEST, text, 50)}
+    def candidates(view: View, text: str, moved: np.ndarray, searched: str | None = None) -> list[Any]:
+        """HRR's candidate stage with `moved` searching the dense lists only and `searched` (default the question)
+        the BM25 lists; the reranker and the candidate ranker read the question and its own vector."""
+        vector, searched = plain[text], searched or text
+        sentences = {
+            SENTENCE_DENSE: view.dense(FINEST, moved, 50),
+            SENTENCE_LEXICAL: view.lexical(FINEST, searched, 50),
+        }
         evidence = {
             **view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
-            CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, text, 20),
+            CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, searched, 20),
         }
         lists = {**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, moved, 20)}
         first = [item.key for item in reciprocal_rank_fusion(lists, k=HRR_RRF_K)[:20]]
@@ -163,7 +173,9 @@ def main() -> int:
         assert view.candidate_ranker is not None
         return rank_hrr_candidates(view, text, vector, out, view.candidate_ranker, reads=reads)
 
-    def score(queries: dict[str, np.ndarray], dense_only: bool) -> dict[str, Any]:
+    def score(
+        queries: dict[str, np.ndarray], dense_only: bool, expanded: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         view = View(
             base.snapshot,
             FixedQueries(embedder, plain if dense_only else queries),
@@ -174,7 +186,7 @@ def main() -> int:
         mid_ranks, broad_ranks = [], []
         for q, text, answer in zip(questions, texts, answers):
             if dense_only:
-                hits = candidates(view, text, queries[text])
+                hits = candidates(view, text, queries[text], (expanded or {}).get(text))
             else:
                 _, hits = hrr_candidates(view, text)
             chunks = [hit.chunk for hit in hits]
@@ -277,6 +289,26 @@ def main() -> int:
             moved = plain[text] if source == "off" else plain[text] + alpha * feedback(source, text, m)
             queries[text] = (moved / np.linalg.norm(moved)).astype(np.float32)
         row = {"source": source, "m": m, "alpha": alpha, "apply": args.apply, **score(queries, args.apply == "dense")}
+        rows.append(row)
+        print(row, file=sys.stderr, flush=True)
+
+    expansions = [(m, t) for m in numbers(args.expand_depths, int) for t in numbers(args.expand_terms, int)]
+    if expansions:
+        mids = {c.id: analyse(c.text) for c in candidates_level}
+        frequency = Counter(term for terms in mids.values() for term in set(terms))
+        weight = {term: float(idf(len(mids), n)) for term, n in frequency.items()}
+    for m, t in expansions:
+        expanded = {}
+        for text in texts:
+            own = set(analyse(text))
+            gathered: Counter[str] = Counter()
+            for chunk_id, _ in base.lexical(CANDIDATE_LEVEL, text, m):
+                terms = mids.get(chunk_id, [])
+                for term, n in Counter(terms).items():
+                    if term not in own:
+                        gathered[term] += n / max(len(terms), 1) * weight.get(term, 0.0)
+            expanded[text] = " ".join([text, *(term for term, _ in gathered.most_common(t))])
+        row = {"source": "bm25-expansion", "m": m, "terms": t, "apply": "lexical", **score(plain, True, expanded)}
         rows.append(row)
         print(row, file=sys.stderr, flush=True)
 

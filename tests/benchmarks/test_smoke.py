@@ -99,7 +99,7 @@ TINY = {
     "experiment_embedding.py": ["precision", "threads", "--sentences", "24", "--rounds", "1"],
     "experiment_first_stage.py": ["--squad", "{squad}", "--store", "{store}", "--sample", "4", "--alphas", "0.5"]
     + ["--depths", "3", "--sources", "mid,first", "--shrinks", "1", "--adapter-queries", "30", "--apply", "dense"]
-    + ["--no-save"],
+    + ["--expand-depths", "3", "--expand-terms", "3", "--no-save"],
     "experiment_hrr_features.py": ["--train", "{squad}", "--train-store", "{store}", "--train-sample", "40"]
     + ["--test", "{squad}", "--test-store", "{store}", "--test-sample", "40", "--no-save"],
     "fit_candidate_ranker.py": ["--squad", "{squad}", "--store", "{store}", "--cache", "{tmp}-features.npz"]
