@@ -297,7 +297,9 @@ def main() -> None:
             result["modes"][mode]["load_after"] = load_average()
             with np.load(out.with_suffix(".npz")) as saved:
                 vectors[mode] = {name: saved[name] for name in saved.files}
+    # Torch fp32 is the reference; without the avx2 process only torch bf16 is there to compare with.
     reference = (vectors.get("avx2") or vectors["native"])["torch"]
+    result["reference"] = "torch fp32 (avx2 process)" if "avx2" in vectors else "torch bf16 (native process)"
     for mode, arms in vectors.items():
         result["modes"][mode]["cosine_to_torch_fp32"] = {name: cosines(v, reference) for name, v in arms.items()}
     result["sentences"] = len(reference)
