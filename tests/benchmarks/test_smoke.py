@@ -105,6 +105,7 @@ TINY = {
     "fit_candidate_ranker.py": ["--squad", "{squad}", "--store", "{store}", "--cache", "{tmp}-features.npz"]
     + ["--out", "{tmp}-cv.json", "--questions", "40"],
     "experiment_int8.py": [],
+    "experiment_runtime.py": ["--sentences", "40", "--rounds", "1"],
     "fit_token_basis.py": ["--out", "{tmp}-basis.npy"],
     "report.py": ["--print"],
 }
