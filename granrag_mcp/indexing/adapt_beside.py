@@ -68,14 +68,22 @@ class Adapting:
     """The adaptation of a generation, under way beside other work or still to be run: `wait` returns once its
     file is written."""
 
-    def __init__(self, folder: Path, identity: StoreIdentity, embedder: Embedder, threads: int) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        identity: StoreIdentity,
+        embedder: Embedder,
+        threads: int,
+        beside_from: int = BESIDE_FROM_SENTENCES,
+    ) -> None:
         self.folder, self.identity, self.embedder, self.threads = folder, identity, embedder, threads
+        self.beside_from = beside_from
         self.child: subprocess.Popen[bytes] | None = None
         self.errors: IO[bytes] | None = None
 
     def start(self, sentences: int) -> None:
         """Start the child when the store is large enough and keeps no token vectors (else `wait` adapts here)."""
-        if sentences < BESIDE_FROM_SENTENCES or self.identity.token_vector_dims:
+        if sentences < self.beside_from or self.identity.token_vector_dims:
             return
         vectors = pseudo_query_vectors(self.folder, self.identity, self.embedder)
         if not vectors:  # too few pseudo-queries: the adaptation keeps the defaults at once
