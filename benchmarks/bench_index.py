@@ -74,7 +74,6 @@ def child(corpus: Path, store: Path, mode: str) -> None:
                 "cpu_user_seconds": usage.ru_utime,
                 "cpu_system_seconds": usage.ru_stime,
                 "cpu_children_seconds": children.ru_utime + children.ru_stime,
-                "children_peak_rss_mib": children.ru_maxrss / 1024,
             }
         )
     )
@@ -117,7 +116,6 @@ def run_mode(corpus: Path, store: Path, mode: str, code: Path | None = None, env
         },
         "peak_rss_mib": round(raw["peak_rss_mib"], 1),
         "rss_before_index_mib": round(raw["rss_before_index_mib"], 1),
-        "children_peak_rss_mib": round(raw["children_peak_rss_mib"], 1),
         "cpu_seconds": round(raw["cpu_user_seconds"] + raw["cpu_system_seconds"] + raw["cpu_children_seconds"], 1),
         "cpu_children_seconds": round(raw["cpu_children_seconds"], 1),
         "store_bytes": _common.dir_size(store),

@@ -133,9 +133,11 @@ class Adapting:
 
 
 @contextmanager
-def adapting(folder: Path, identity: StoreIdentity, embedder: Embedder, threads: int) -> Iterator[Adapting]:
+def adapting(
+    folder: Path, identity: StoreIdentity, embedder: Embedder, threads: int, beside_from: int = BESIDE_FROM_SENTENCES
+) -> Iterator[Adapting]:
     """An `Adapting` whose child process, if one was started, has ended when the block is left."""
-    run = Adapting(folder, identity, embedder, threads)
+    run = Adapting(folder, identity, embedder, threads, beside_from)
     try:
         yield run
     finally:
