@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,10 @@ from granrag_mcp.retrieval.ranking.adapt import adapt_generation, pseudo_query_v
 from granrag_mcp.store.manifest import StoreIdentity
 from granrag_mcp.store.vector_index import search_threads
 
+_BOOTSTRAP = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from granrag_mcp.indexing.adapt_beside import child_main; child_main()"
+)
 BESIDE_FROM_SENTENCES = 2_000
 """The fewest sentences for which the adaptation runs in a child process: below, it takes less than the child's
 start (an interpreter, numpy and FAISS imported)."""
@@ -54,7 +57,7 @@ class KnownVectors:
         raise RuntimeError("the adaptation's process has no tokenizer")
 
 
-def _child_main() -> None:
+def child_main() -> None:
     """The child: a JSON line (folder, identity, the embedder's name and sizes, the pseudo-queries, FAISS's threads)
     and the queries' vectors as one .npy array on stdin; the adaptation file written into the folder."""
     header = json.loads(sys.stdin.buffer.readline())
@@ -99,18 +102,16 @@ class Adapting:
         }
         array = io.BytesIO()
         np.save(array, np.stack(list(vectors.values())).astype(np.float32), allow_pickle=False)
-        # The child imports this very package (the run's, not another install), and writes nothing to stdout,
-        # which may be a stdio server's protocol stream.
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
+        # The child imports modules from this process's path, in its order (this package, not another install), and
+        # from nothing else: isolated mode leaves out the working folder. It writes nothing to stdout, which may be
+        # a stdio server's protocol stream.
+        command = [sys.executable, "-I", "-c", _BOOTSTRAP, json.dumps([entry for entry in sys.path if entry])]
         # Input and errors in unnamed temporary files: no pipe to fill while the child starts or the graph is built.
         payload, self.errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         with payload:
             payload.write(json.dumps(header).encode() + b"\n" + array.getvalue())
             payload.seek(0)
-            self.child = subprocess.Popen(
-                [sys.executable, "-m", __name__], stdin=payload, stdout=subprocess.DEVNULL, stderr=self.errors, env=env
-            )
+            self.child = subprocess.Popen(command, stdin=payload, stdout=subprocess.DEVNULL, stderr=self.errors)
 
     def wait(self) -> None:
         if self.child is None:
@@ -142,7 +143,3 @@ def adapting(
         yield run
     finally:
         run.close()
-
-
-if __name__ == "__main__":
-    _child_main()
