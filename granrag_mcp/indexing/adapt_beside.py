@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,21 @@ _BOOTSTRAP = (
 BESIDE_FROM_SENTENCES = 2_000
 """The fewest sentences for which the adaptation runs in a child process: below, it takes less than the child's
 start (an interpreter, numpy and FAISS imported)."""
+MIN_CORES_USED = 1.4
+"""The run's CPU seconds per wall second so far below which it adapts in its own process: its embedding batches,
+side by side, found no second core free (other work shares the machine), and there the child's start was measured
+to cost CPU time without saving any wall time."""
+
+
+class CoreMeter:
+    """This process's CPU seconds (all its threads) per wall second since the meter was made."""
+
+    def __init__(self) -> None:
+        self.cpu, self.wall = time.process_time(), time.perf_counter()
+
+    def cores_used(self) -> float:
+        wall = time.perf_counter() - self.wall
+        return (time.process_time() - self.cpu) / wall if wall > 0 else 0.0
 
 
 class KnownVectors:
@@ -78,15 +94,19 @@ class Adapting:
         embedder: Embedder,
         threads: int,
         beside_from: int = BESIDE_FROM_SENTENCES,
+        meter: CoreMeter | None = None,
     ) -> None:
         self.folder, self.identity, self.embedder, self.threads = folder, identity, embedder, threads
-        self.beside_from = beside_from
+        self.beside_from, self.meter = beside_from, meter
         self.child: subprocess.Popen[bytes] | None = None
         self.errors: IO[bytes] | None = None
 
     def start(self, sentences: int) -> None:
-        """Start the child when the store is large enough and keeps no token vectors (else `wait` adapts here)."""
+        """Start the child when the store is large enough, keeps no token vectors and the run found a second core
+        free (else `wait` adapts here)."""
         if sentences < self.beside_from or self.identity.token_vector_dims:
+            return
+        if self.meter is not None and self.meter.cores_used() < MIN_CORES_USED:
             return
         vectors = pseudo_query_vectors(self.folder, self.identity, self.embedder)
         if not vectors:  # too few pseudo-queries: the adaptation keeps the defaults at once
@@ -135,10 +155,15 @@ class Adapting:
 
 @contextmanager
 def adapting(
-    folder: Path, identity: StoreIdentity, embedder: Embedder, threads: int, beside_from: int = BESIDE_FROM_SENTENCES
+    folder: Path,
+    identity: StoreIdentity,
+    embedder: Embedder,
+    threads: int,
+    beside_from: int = BESIDE_FROM_SENTENCES,
+    meter: CoreMeter | None = None,
 ) -> Iterator[Adapting]:
     """An `Adapting` whose child process, if one was started, has ended when the block is left."""
-    run = Adapting(folder, identity, embedder, threads, beside_from)
+    run = Adapting(folder, identity, embedder, threads, beside_from, meter)
     try:
         yield run
     finally:

@@ -14,7 +14,7 @@ import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import ExtractionError, InvalidInputError, NoDocumentsError
-from granrag_mcp.indexing.adapt_beside import adapting
+from granrag_mcp.indexing.adapt_beside import CoreMeter, adapting
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash, text_of
 from granrag_mcp.indexing.documents import assign_ids, embed_levels, token_projection, token_reducer
 from granrag_mcp.indexing.formats import format_list
@@ -97,6 +97,7 @@ class _IndexRun:
         self.embedder: Embedder | None = None
         self.summary = summary
         self.clock = Stopwatch(summary)
+        self.meter = CoreMeter()  # whether the run found cores free: see adapt_beside.MIN_CORES_USED
         self.progress = progress or Progress(enabled=False)
         self.parallel = parallel
         self.tokenizer = get_tokenizer(settings.tokenizer)
@@ -240,7 +241,7 @@ class _IndexRun:
         # Ranking settings fitted to this text by pseudo-queries (no labels), searched one query at a time; in a
         # child process while the graph is built, where that pays.
         embedder = self.embedder or self.embedder_factory()
-        with adapting(draft.folder, identity, embedder, self.settings.threads) as adaptation:
+        with adapting(draft.folder, identity, embedder, self.settings.threads, meter=self.meter) as adaptation:
             if self.settings.graph:
                 with self.clock.stage("graph"):
                     adaptation.start(counts.get(FINEST, 0))

@@ -1,12 +1,14 @@
 """The ranking adaptation in a child process: the same file as in the run's own process, errors raised."""
 
 import json
+import os
 import shutil
+import time
 
 import numpy as np
 import pytest
 
-from granrag_mcp.indexing.adapt_beside import Adapting, KnownVectors
+from granrag_mcp.indexing.adapt_beside import MIN_CORES_USED, Adapting, CoreMeter, KnownVectors
 from granrag_mcp.store.adaptation import ADAPTATION_FILE
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
@@ -70,3 +72,36 @@ def test_known_vectors_hand_out_theirs_and_refuse_any_other_text():
     assert known.embed([]).shape == (0, 2)
     with pytest.raises(RuntimeError, match="no vector for 'c'"):
         known.embed(["a", "c"])
+
+
+class SteadyMeter(CoreMeter):
+    """A run that got `cores` cores so far."""
+
+    def __init__(self, cores: float) -> None:
+        super().__init__()
+        self.cores = cores
+
+    def cores_used(self) -> float:
+        return self.cores
+
+
+@pytest.mark.parametrize(("cores", "beside"), [(MIN_CORES_USED - 0.4, False), (MIN_CORES_USED + 0.4, True)])
+def test_a_run_that_found_no_second_core_free_adapts_in_its_own_process(generation, cores, beside):
+    folder, identity, sentences, written = generation
+    run = Adapting(folder, identity, FakeEmbedder(), threads=1, beside_from=0, meter=SteadyMeter(cores))
+    run.start(sentences)
+    assert (run.child is not None) == beside
+    run.wait()
+    run.close()
+    assert without_seconds(json.loads((folder / ADAPTATION_FILE).read_text())) == without_seconds(written)
+
+
+def test_the_core_meter_reads_a_busy_process_as_using_cores_and_an_idle_one_as_not():
+    busy = CoreMeter()
+    until = time.perf_counter() + 0.2
+    while time.perf_counter() < until:
+        pass
+    assert 0.05 < busy.cores_used() <= (os.cpu_count() or 1) + 0.1
+    idle = CoreMeter()
+    time.sleep(0.2)
+    assert idle.cores_used() < 0.05
