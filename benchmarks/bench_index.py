@@ -56,6 +56,7 @@ def child(corpus: Path, store: Path, mode: str) -> None:
     summary = run_index([corpus], settings, quiet=True)
     wall = time.perf_counter() - imported
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the adaptation's child process, where it ran one
     from granrag_mcp.embedding.embedder import resolve_precision
 
     print(
@@ -72,6 +73,7 @@ def child(corpus: Path, store: Path, mode: str) -> None:
                 "peak_rss_mib": _common.memory()["peak_mib"],
                 "cpu_user_seconds": usage.ru_utime,
                 "cpu_system_seconds": usage.ru_stime,
+                "cpu_children_seconds": children.ru_utime + children.ru_stime,
             }
         )
     )
@@ -114,7 +116,8 @@ def run_mode(corpus: Path, store: Path, mode: str, code: Path | None = None, env
         },
         "peak_rss_mib": round(raw["peak_rss_mib"], 1),
         "rss_before_index_mib": round(raw["rss_before_index_mib"], 1),
-        "cpu_seconds": round(raw["cpu_user_seconds"] + raw["cpu_system_seconds"], 1),
+        "cpu_seconds": round(raw["cpu_user_seconds"] + raw["cpu_system_seconds"] + raw["cpu_children_seconds"], 1),
+        "cpu_children_seconds": round(raw["cpu_children_seconds"], 1),
         "store_bytes": _common.dir_size(store),
         "store_files": {p.name: p.stat().st_size for p in sorted(generation.iterdir()) if p.is_file()},
     }

@@ -108,6 +108,7 @@ def index_ours(corpus: Path, store: Path, precision: str = "auto", env: dict[str
         "chunks": raw["new_chunks"],
         "corpus_tokens": raw["corpus_tokens"],
         "peak_rss_mib": round(raw["peak_rss_mib"], 1),
+        "cpu_seconds": round(raw["cpu_user_seconds"] + raw["cpu_system_seconds"] + raw["cpu_children_seconds"], 1),
     }
 
 

@@ -145,6 +145,7 @@ class BertMeanEncoder:
         self._pad_id = int(config.get("pad_token_id", 0) or 0)
         self._lower_case = lower_case
         self._device = torch.device(device)
+        self._planned: dict[str, list[int]] = {}
 
     def _encode(self, texts: list[str]) -> list[list[int]]:
         encodings = self.tokenizer.encode_batch(sentence_texts(texts, self._lower_case))
@@ -153,7 +154,9 @@ class BertMeanEncoder:
         return [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
 
     def features(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        rows = self._encode(texts)
+        known = [self._planned.pop(text, None) for text in texts]
+        fresh = iter(self._encode([text for text, row in zip(texts, known) if row is None]))
+        rows = [row if row is not None else next(fresh) for row in known]
         width = max(len(row) for row in rows)
         if len(rows) == 1:  # a query: its length rounded up, see QUERY_LENGTH_STEP
             width = min(-(-width // QUERY_LENGTH_STEP) * QUERY_LENGTH_STEP, self.max_tokens)
@@ -179,7 +182,10 @@ class BertMeanEncoder:
         return mean_pool(tokens, mask), tokens, mask
 
     def token_lengths(self, texts: list[str]) -> list[int]:
-        return [len(row) for row in self._encode(texts)]
+        rows = self._encode(texts)
+        # A batch plan measures the texts its forwards read next: `features` takes their ids from here once each.
+        self._planned = dict(zip(texts, rows))
+        return [len(row) for row in rows]
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         encoding = self.tokenizer.encode(text, add_special_tokens=False)

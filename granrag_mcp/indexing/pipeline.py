@@ -14,6 +14,7 @@ import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import ExtractionError, InvalidInputError, NoDocumentsError
+from granrag_mcp.indexing.adapt_beside import CoreMeter, adapting
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash, text_of
 from granrag_mcp.indexing.documents import assign_ids, embed_levels, token_projection, token_reducer
 from granrag_mcp.indexing.formats import format_list
@@ -24,14 +25,12 @@ from granrag_mcp.indexing.summary import IndexSummary, Stopwatch
 from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.progress import Progress, embedding
 from granrag_mcp.records import Chunk
-from granrag_mcp.retrieval.ranking.adapt import adapt_generation
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.generation import Draft, GenerationBuilder, first_free_chunk_id, new_generation
 from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.manifest import StoreIdentity
 from granrag_mcp.store.store import Snapshot, check_identity, current_generation
-from granrag_mcp.store.vector_index import search_threads
 from granrag_mcp.store.writer import StoreWriter
 from granrag_mcp.tokens import get_tokenizer
 
@@ -98,6 +97,7 @@ class _IndexRun:
         self.embedder: Embedder | None = None
         self.summary = summary
         self.clock = Stopwatch(summary)
+        self.meter = CoreMeter()  # whether the run found cores free: see adapt_beside.MIN_CORES_USED
         self.progress = progress or Progress(enabled=False)
         self.parallel = parallel
         self.tokenizer = get_tokenizer(settings.tokenizer)
@@ -238,15 +238,16 @@ class _IndexRun:
         with self.clock.stage("index"):
             builder.remove(removed)
             counts = builder.finish(self.progress)
-        if self.settings.graph:
-            with self.clock.stage("graph"):
-                # A parallel run, or one that only builds the graph, loaded no model here: the names' model
-                # loads only when a concept needs its vector.
-                names = _names_embedder(self.embedder, self.embedder_factory)
-                write_graph(draft, self.base, self.new_ids, names, identity.dimension, self.progress)
-        # Ranking settings fitted to this text by pseudo-queries (no labels), searched one query at a time.
-        with self.clock.stage("adapt"), search_threads(self.settings.threads):
-            adapt_generation(draft.folder, identity, self.embedder or self.embedder_factory())
+        # Ranking settings fitted to this text by pseudo-queries (no labels), searched one query at a time; in a
+        # child process while the graph is built, where that pays.
+        embedder = self.embedder or self.embedder_factory()
+        with adapting(draft.folder, identity, embedder, self.settings.threads, meter=self.meter) as adaptation:
+            if self.settings.graph:
+                with self.clock.stage("graph"):
+                    adaptation.start(counts.get(FINEST, 0))
+                    write_graph(draft, self.base, self.new_ids, embedder.embed, identity.dimension, self.progress)
+            with self.clock.stage("adapt"):
+                adaptation.wait()
         with self.clock.stage("commit"):
             draft.publish(identity, counts, self.next_id)
         return draft.number
@@ -296,21 +297,6 @@ class _IndexRun:
             )
         for doc, (spans, sentence_vectors, sentence_tokens) in zip(docs, semantic):
             doc.spans, doc.sentence_vectors, doc.sentence_tokens = spans, sentence_vectors, sentence_tokens
-
-
-def _names_embedder(
-    embedder: Embedder | None, embedder_factory: Callable[[], Embedder]
-) -> Callable[[list[str]], np.ndarray]:
-    """Embeds new concepts' names with the run's model. A parallel run embedded its chunks on the workers, so the
-    model is loaded here only when a concept the previous graph lacks needs its name vector."""
-    loaded: list[Embedder] = [embedder] if embedder is not None else []
-
-    def embed(names: list[str]) -> np.ndarray:
-        if not loaded:
-            loaded.append(embedder_factory())
-        return loaded[0].embed(names)
-
-    return embed
 
 
 class _StoredTexts(Mapping[str, str]):

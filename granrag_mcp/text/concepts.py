@@ -13,7 +13,6 @@ afterwards (`ConceptMatcher`), so a concept found in one document also counts wh
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 from granrag_mcp.text.words import CONNECTORS, MAX_WORDS, NAME_STOP, STOP, concept_key, fold, strip_possessive, tokens
@@ -104,13 +103,22 @@ def candidates(text: str) -> Iterable[str]:
 
 def extract(text: str) -> list[tuple[str, str]]:
     """A text's concepts as (key, surface form), the most frequent surface of each key, most frequent key first."""
-    surfaces: dict[str, Counter[str]] = {}
+    surfaces: dict[str, dict[str, int]] = {}
     for phrase in candidates(text):
         key = concept_key(phrase)
         if key is not None:
-            surfaces.setdefault(key, Counter())[phrase] += 1
-    ranked = sorted(surfaces.items(), key=lambda item: -item[1].total())
-    return [(key, counter.most_common(1)[0][0]) for key, counter in ranked]
+            forms = surfaces.get(key)
+            if forms is None:
+                surfaces[key] = {phrase: 1}
+            else:
+                forms[phrase] = forms.get(phrase, 0) + 1
+    ranked = sorted(surfaces.items(), key=lambda item: -sum(item[1].values()))
+    return [(key, _most_frequent(forms)) for key, forms in ranked]
+
+
+def _most_frequent(counts: dict[str, int]) -> str:
+    """The most frequent of `counts`, the first seen among equals (as `Counter.most_common(1)` picks)."""
+    return max(counts, key=counts.__getitem__)
 
 
 class ConceptMatcher:
@@ -151,16 +159,24 @@ def apart(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     "friction" in one phrase are one mention, not a link."""
     pairs: set[tuple[int, int]] = set()
     overlapping: set[tuple[int, int]] = set()
-    for i, (a, a_start, a_end) in enumerate(spans):
-        for b, b_start, b_end in spans[i + 1 :]:
+    ordered = sorted(spans)  # by concept first, so each pair comes out as (smaller, larger) without min and max
+    for i, (a, a_start, a_end) in enumerate(ordered):
+        for b, b_start, b_end in ordered[i + 1 :]:
             if a != b:
-                (pairs if a_end <= b_start or b_end <= a_start else overlapping).add((min(a, b), max(a, b)))
+                if a_end <= b_start or b_end <= a_start:
+                    pairs.add((a, b))
+                else:
+                    overlapping.add((a, b))
     return sorted(pairs - overlapping)
 
 
 def display_names(surfaces: Iterable[tuple[str, str]]) -> dict[str, str]:
     """For each key, its most frequent surface form (ties: the first seen)."""
-    counts: dict[str, Counter[str]] = {}
+    counts: dict[str, dict[str, int]] = {}
     for key, surface in surfaces:
-        counts.setdefault(key, Counter())[surface] += 1
-    return {key: counter.most_common(1)[0][0] for key, counter in counts.items()}
+        forms = counts.get(key)
+        if forms is None:
+            counts[key] = {surface: 1}
+        else:
+            forms[surface] = forms.get(surface, 0) + 1
+    return {key: _most_frequent(forms) for key, forms in counts.items()}

@@ -127,3 +127,29 @@ def test_loading_the_default_embedder_imports_neither_transformers_nor_sentence_
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+class CountingTokenizer:
+    """The encoder's tokenizer, counting the texts it encodes."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.encoded = inner, 0
+
+    def encode_batch(self, texts):
+        self.encoded += len(texts)
+        return self.inner.encode_batch(texts)
+
+
+def test_a_planned_batch_is_tokenized_once_and_gives_the_same_inputs() -> None:
+    encoder = load_encoder(str(BUNDLED))
+    expected = encoder.features(TEXTS)
+    counting = encoder.tokenizer = CountingTokenizer(encoder.tokenizer)
+    lengths = encoder.token_lengths(TEXTS)
+    first, rest = encoder.features(TEXTS[:2]), encoder.features(TEXTS[2:])
+    assert counting.encoded == len(TEXTS)  # the plan's encoding, reused by both batches
+    assert [int(n) for n in first["attention_mask"].sum(1)] + [int(n) for n in rest["attention_mask"].sum(1)] == lengths
+    for batch, start in ((first, 0), (rest, 2)):
+        width = batch["input_ids"].shape[1]
+        assert torch.equal(batch["input_ids"], expected["input_ids"][start : start + len(batch["input_ids"]), :width])
+    again = encoder.features(TEXTS[:2])  # a text is taken from the plan once: later calls encode it again
+    assert counting.encoded == len(TEXTS) + 2 and torch.equal(again["input_ids"], first["input_ids"])

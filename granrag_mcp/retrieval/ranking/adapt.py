@@ -18,7 +18,8 @@ import json
 import logging
 import math
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -305,10 +306,10 @@ def _ranker_scale(
     return choose({s: np.array(v) for s, v in results.items()}, 1.0)
 
 
-def adapt_generation(folder: Path, identity: StoreIdentity, embedder: Embedder) -> Adaptation:
-    """Adapt a generation being written (its catalog and indexes complete in `folder`) and write its adaptation
-    file there, so the commit lists and checksums it. HRR is measured with the embedding fallback reranker and the
-    ranker the generation carries (else the shipped one)."""
+@contextmanager
+def _generation_view(folder: Path, identity: StoreIdentity, embedder: Embedder) -> Iterator[View]:
+    """A view of a generation being written (its catalog and indexes complete in `folder`), with the embedding
+    fallback reranker and the candidate ranker the generation carries (else the shipped one)."""
     from granrag_mcp.rerankers import load_reranker
     from granrag_mcp.retrieval.ranking.model import read_ranker, shipped_ranker
     from granrag_mcp.store.store import RANKER_FILE
@@ -320,10 +321,27 @@ def adapt_generation(folder: Path, identity: StoreIdentity, embedder: Embedder) 
     try:
         carried = folder / RANKER_FILE
         ranker = read_ranker(carried) if carried.is_file() else shipped_ranker(bool(identity.token_vector_dims))
-        view = View(snapshot, embedder, load_reranker("embedding", embedder), candidate_ranker=ranker)
-        adaptation = adapt(view)
+        yield View(snapshot, embedder, load_reranker("embedding", embedder), candidate_ranker=ranker)
     finally:
         snapshot.close()
+
+
+def pseudo_query_vectors(folder: Path, identity: StoreIdentity, embedder: Embedder) -> dict[str, np.ndarray]:
+    """The query vectors of the pseudo-queries `adapt_generation` asks of a generation, embedded in one batch as it
+    embeds them, so an adaptation handed these (in another process) needs no model."""
+    with _generation_view(folder, identity, embedder) as view:
+        texts = [q.text for q in pseudo_queries(view)]
+    if len(texts) < MIN_QUERIES:
+        return {}
+    return dict(zip(texts, embed_queries(embedder, texts)))
+
+
+def adapt_generation(folder: Path, identity: StoreIdentity, embedder: Embedder) -> Adaptation:
+    """Adapt a generation being written (its catalog and indexes complete in `folder`) and write its adaptation
+    file there, so the commit lists and checksums it. HRR is measured with the embedding fallback reranker and the
+    ranker the generation carries (else the shipped one)."""
+    with _generation_view(folder, identity, embedder) as view:
+        adaptation = adapt(view)
     write_adaptation(folder, adaptation)
     log.info(
         "ranking adapted to the text (%s pseudo-queries, %.1f s): %s",
