@@ -125,6 +125,14 @@ def emit(data: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def finish(name: str, data: dict[str, Any], save: bool = True) -> None:
+    """A benchmark's last step: its result as JSON on stdout, then, where `save`, into the results folder (its path
+    on stderr)."""
+    emit(data)
+    if save:
+        print(f"wrote {save_result(name, data)}", file=sys.stderr)
+
+
 def git_revision(root: Path = ROOT) -> str | None:
     try:
         out = subprocess.run(

@@ -35,7 +35,7 @@ from typing import Any  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, git_revision, latency_summary, load_average, machine, offline_env, save_result  # noqa: E402
+from _common import finish, git_revision, latency_summary, load_average, machine, offline_env  # noqa: E402
 
 RUNNERS = ("bert", "sentence-transformers")
 WIN = 0.20  # the gain bert.py must show on a user-visible figure to be kept
@@ -267,9 +267,7 @@ def main() -> None:
         "cosine_min": round(float(cosine.min()), 6),
         "runs": runs,
     }
-    emit(result)
-    if not args.no_save:
-        save_result("encoder", result)
+    finish("encoder", result, save=not args.no_save)
 
 
 if __name__ == "__main__":

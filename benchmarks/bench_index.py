@@ -201,9 +201,7 @@ def main() -> None:
     }
     if args.baseline is not None:
         result["baseline"] = {"A": _common.git_revision(args.baseline), "B": result["git"]}
-    if not args.no_save:
-        _common.save_result(args.name, result)
-    _common.emit(result)
+    _common.finish(args.name, result, save=not args.no_save)
 
 
 if __name__ == "__main__":

@@ -305,9 +305,7 @@ def main() -> None:
     finally:
         if args.keep_dir is None:
             shutil.rmtree(work, ignore_errors=True)
-    if not args.no_save:
-        _common.save_result("lexical", result)
-    _common.emit(result)
+    _common.finish("lexical", result, save=not args.no_save)
 
 
 if __name__ == "__main__":

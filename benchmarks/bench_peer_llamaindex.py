@@ -406,9 +406,7 @@ def main() -> None:
             print("[peer] evaluating our strategies ...", file=sys.stderr)
             strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
             result["ours_quality"] = evaluate_ours(Path(tmp) / "store", chosen, strategies)
-    if not args.no_save:
-        _common.save_result(args.name, result)
-    _common.emit(result)
+    _common.finish(args.name, result, save=not args.no_save)
 
 
 if __name__ == "__main__":

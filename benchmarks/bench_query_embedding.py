@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from _common import emit, latency_summary, machine, offline_env, save_result
+from _common import finish, latency_summary, machine, offline_env
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -46,9 +46,7 @@ def main() -> int:
             embed_queries(embedder, [f"{question} {i}"])
             times[name].append(time.perf_counter() - start)
     result["latency"] = {name: latency_summary(values) for name, values in times.items()}
-    emit(result)
-    if not args.no_save:
-        save_result("query_embedding", result)
+    finish("query_embedding", result, save=not args.no_save)
     return 0
 
 

@@ -198,9 +198,7 @@ def main() -> None:
         _common.emit(run(args))
         return
     result = run(args)
-    if not args.no_save:
-        _common.save_result(args.name, result)
-    _common.emit(result)
+    _common.finish(args.name, result, save=not args.no_save)
 
 
 if __name__ == "__main__":

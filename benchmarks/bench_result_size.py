@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import squad_corpus
-from _common import emit, git_revision, offline_env, save_result
+from _common import finish, git_revision, offline_env
 
 from granrag_mcp.server.app import build_server
 from granrag_mcp.server.schemas.results import SessionSearchResult
@@ -108,9 +108,7 @@ def main() -> None:
         "embedder": "tests.fakes.FakeEmbedder (256 dimensions)",
         "per_result_mean": results,
     }
-    emit(data)
-    if not args.no_save:
-        save_result("result_size", data)
+    finish("result_size", data, save=not args.no_save)
 
 
 if __name__ == "__main__":

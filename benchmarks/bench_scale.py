@@ -384,9 +384,7 @@ def main() -> None:
         "target": {"p50_ms": args.target_ms, "min_recall_at_10": args.min_recall},
         "meets_target": recommend(rows, args.target_ms, args.min_recall),
     }
-    if not args.no_save:
-        _common.save_result("scale", result)
-    _common.emit(result)
+    _common.finish("scale", result, save=not args.no_save)
 
 
 if __name__ == "__main__":

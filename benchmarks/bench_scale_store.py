@@ -478,9 +478,7 @@ def main() -> None:
         },
         "rows": rows,
     }
-    if not args.no_save:
-        _common.save_result(args.name, result)
-    _common.emit(result)
+    _common.finish(args.name, result, save=not args.no_save)
 
 
 if __name__ == "__main__":

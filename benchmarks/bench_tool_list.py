@@ -22,7 +22,7 @@ import anyio
 from mcp.client import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import emit, git_revision, offline_env, save_result
+from _common import finish, git_revision, offline_env
 
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
@@ -77,9 +77,7 @@ def main() -> None:
         "read_only": measure(read_only, tokenizer),
         "allow_write": measure(writing, tokenizer),
     }
-    emit(data)
-    if not args.no_save:
-        save_result("tool_list", data)
+    finish("tool_list", data, save=not args.no_save)
 
 
 if __name__ == "__main__":

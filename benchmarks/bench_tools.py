@@ -518,9 +518,7 @@ def run(args: argparse.Namespace) -> None:
     if args.core:
         result["core_in_process"] = core_latency(args.store, chosen, args.calls, args.heavy_calls, args.seed, tools)
         result["startup_breakdown"] = startup_breakdown(args.store, chosen[0], 1 if args.smoke else 3)
-    if not args.no_save:
-        _common.save_result(args.name, result)
-    _common.emit(result)
+    _common.finish(args.name, result, save=not args.no_save)
 
 
 if __name__ == "__main__":

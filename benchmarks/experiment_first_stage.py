@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import emit, git_revision, machine, offline_env, save_result
+from _common import finish, git_revision, machine, offline_env
 
 offline_env()
 
@@ -323,9 +323,7 @@ def main() -> int:
         "machine": machine(),
         "revision": git_revision(),
     }
-    emit(result)
-    if not args.no_save:
-        print(f"wrote {save_result(args.name, result)}", file=sys.stderr)
+    finish(args.name, result, save=not args.no_save)
     return 0
 
 

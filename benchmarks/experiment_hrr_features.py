@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import emit, git_revision, machine, offline_env, save_result
+from _common import finish, git_revision, machine, offline_env
 
 offline_env()
 
@@ -247,9 +246,7 @@ def main() -> int:
         result["cross-domain (fitted on train, scored on test)"][name] = figures(test, fit(train, features))
         result["in domain (two folds across the test set's documents)"][name] = in_domain(test, features)
     result.update(seconds=round(time.perf_counter() - began, 1), machine=machine(), revision=git_revision())
-    emit(result)
-    if not args.no_save:
-        print(f"wrote {save_result(args.name, result)}", file=sys.stderr)
+    finish(args.name, result, save=not args.no_save)
     return 0
 
 

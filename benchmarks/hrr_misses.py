@@ -16,11 +16,10 @@ builds it). Writes benchmarks/results/NAME.json unless --no-save.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-from _common import emit, git_revision, machine, offline_env, save_result
+from _common import finish, git_revision, machine, offline_env
 
 offline_env()
 
@@ -118,9 +117,7 @@ def main() -> int:
         "machine": machine(),
         "revision": git_revision(),
     }
-    emit(result)
-    if not args.no_save:
-        print(f"wrote {save_result(args.name, result)}", file=sys.stderr)
+    finish(args.name, result, save=not args.no_save)
     return 0
 
 
