@@ -86,8 +86,8 @@ def main() -> int:
 
     from granrag_mcp.embedding.factory import make_embedder
     from granrag_mcp.engine import Engine
-    from granrag_mcp.evaluation.metrics import contains, hit_rate, mrr
-    from granrag_mcp.evaluation.misses import Place, candidate_recall, rank_of
+    from granrag_mcp.evaluation.metrics import hit_rate, mrr
+    from granrag_mcp.evaluation.misses import Place, answer_places, candidate_recall, parent_rank, rank_of
     from granrag_mcp.evaluation.qa import load_squad, sample_questions
     from granrag_mcp.evaluation.strategies import CachedEmbedder
     from granrag_mcp.levels import FINEST
@@ -120,14 +120,7 @@ def main() -> int:
     plain = dict(zip(texts, embedder.embed_queries(texts)))
     candidates_level = base.catalog.chunks_of_level(CANDIDATE_LEVEL)
     parents = {c.id: c for c in base.catalog.chunks_of_level(RESULT_LEVEL)}
-    answers = [
-        {
-            Place(c.doc_id, c.seq)
-            for c in candidates_level
-            if contains((c.doc_id, c.start, c.end), q.doc_id, q.answer_start)
-        }
-        for q in questions
-    ]
+    answers = [answer_places(candidates_level, q.doc_id, q.answer_start) for q in questions]
     depths, alphas = numbers(args.depths, int), numbers(args.alphas, float)
 
     def feedback(source: str, text: str, m: int) -> np.ndarray:
@@ -191,17 +184,7 @@ def main() -> int:
                 _, hits = hrr_candidates(view, text)
             chunks = [hit.chunk for hit in hits]
             mid_ranks.append(rank_of([Place(c.doc_id, c.seq) for c in chunks], answer))
-            order = [parents[i] for i in dict.fromkeys(c.parent_id for c in chunks if c.parent_id in parents)]
-            broad_ranks.append(
-                next(
-                    (
-                        n
-                        for n, p in enumerate(order, 1)
-                        if contains((p.doc_id, p.start, p.end), q.doc_id, q.answer_start)
-                    ),
-                    None,
-                )
-            )
+            broad_ranks.append(parent_rank(chunks, parents, q.doc_id, q.answer_start))
         return {
             "broad": {"HR@5": round(hit_rate(broad_ranks, 5), 4), "MRR@5": round(mrr(broad_ranks, 5), 4)},
             "mid": {"HR@5": round(hit_rate(mid_ranks, 5), 4), "MRR@5": round(mrr(mid_ranks, 5), 4)},

@@ -35,12 +35,14 @@ def main() -> int:
 
     from granrag_mcp.embedding.factory import make_embedder
     from granrag_mcp.engine import Engine
-    from granrag_mcp.evaluation.metrics import contains, hit_rate, mrr
+    from granrag_mcp.evaluation.metrics import hit_rate, mrr
     from granrag_mcp.evaluation.misses import (
         Place,
+        answer_places,
         by_specificity,
         candidate_recall,
         miss_table,
+        parent_rank,
         rank_of,
         rarest_document_count,
     )
@@ -63,32 +65,20 @@ def main() -> int:
     names = list(texts)
     whole = LexicalIndex.build(list(range(len(names))), list(texts.values()))  # BM25 of whole documents
 
-    def parent_rank(kept: list, q) -> int | None:
-        """Rank of the first parent holding the answer, the parents in their first child's order (hrr_search's)."""
-        order = [parents[i] for i in dict.fromkeys(c.parent_id for c in kept if c.parent_id in parents)]
-        return next(
-            (n for n, p in enumerate(order, 1) if contains((p.doc_id, p.start, p.end), q.doc_id, q.answer_start)),
-            None,
-        )
-
     rankings, answers, mid_ranks, broad_ranks, own_mid, own_broad, specificity = [], [], [], [], [], [], []
     first_document = {"hrr_search": 0, "BM25 over whole documents": 0}
     for q in questions:
         _, hits = hrr_candidates(view, q.question)
         chunks = [hit.chunk for hit in hits]
-        answer = {
-            Place(c.doc_id, c.seq)
-            for c in candidates_level
-            if contains((c.doc_id, c.start, c.end), q.doc_id, q.answer_start)
-        }
+        answer = answer_places(candidates_level, q.doc_id, q.answer_start)
         ranking = [Place(c.doc_id, c.seq) for c in chunks]
         rankings.append(ranking)
         answers.append(answer)
         mid_ranks.append(rank_of(ranking, answer))
         own = [c for c in chunks if c.doc_id == q.doc_id]
         own_mid.append(rank_of([Place(c.doc_id, c.seq) for c in own], answer))
-        broad_ranks.append(parent_rank(chunks, q))
-        own_broad.append(parent_rank(own, q))
+        broad_ranks.append(parent_rank(chunks, parents, q.doc_id, q.answer_start))
+        own_broad.append(parent_rank(own, parents, q.doc_id, q.answer_start))
         specificity.append(rarest_document_count(analyse(q.question), documents))
         first_document["hrr_search"] += bool(chunks) and chunks[0].doc_id == q.doc_id
         best = whole.search(q.question, 1)

@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from granrag_mcp.evaluation.metrics import hit_rate, mrr
+from granrag_mcp.evaluation.metrics import contains, first_hit_rank, hit_rate, mrr
+from granrag_mcp.records import Chunk
 
 MISS_CATEGORIES: tuple[str, ...] = ("neighbour", "same document", "other documents")
 """What a miss's first k held, the closest to the answer first."""
@@ -35,6 +36,21 @@ class Place:
 Answer = Collection[Place]
 """The chunks of one level that hold an answer's first character: usually one, two where chunks overlap, none
 where no chunk of the level covers it."""
+
+
+def answer_places(chunks: Iterable[Chunk], doc_id: str, answer_start: int) -> set[Place]:
+    """The places of the chunks (of one level) that hold the answer's first character."""
+    return {Place(c.doc_id, c.seq) for c in chunks if contains((c.doc_id, c.start, c.end), doc_id, answer_start)}
+
+
+def parent_rank(ranking: Iterable[Chunk], parents: Mapping[int, Chunk], doc_id: str, answer_start: int) -> int | None:
+    """The rank of the first parent holding the answer, the parents in their first child's order in `ranking`
+    (as hrr_search returns them), or None when none does."""
+    order = [
+        parents[i]
+        for i in dict.fromkeys(c.parent_id for c in ranking if c.parent_id is not None and c.parent_id in parents)
+    ]
+    return first_hit_rank(((p.doc_id, p.start, p.end) for p in order), doc_id, answer_start)
 
 
 def rank_of(ranking: Sequence[Place], answer: Answer) -> int | None:

@@ -16,8 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Hashable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -85,7 +84,8 @@ def child_main() -> None:
 
 class Adapting:
     """The adaptation of a generation, under way beside other work or still to be run: `wait` returns once its
-    file is written."""
+    file is written. As a context manager, its child process, if one was started, has ended when the block is
+    left."""
 
     def __init__(
         self,
@@ -144,6 +144,12 @@ class Adapting:
             last = self.errors.read().decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
             raise RuntimeError(f"the ranking adaptation failed (exit {self.child.returncode}): {last[0]}")
 
+    def __enter__(self) -> Adapting:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """End a child still running (a failed run removes the folder it writes into), and wait for it."""
         if self.child is not None and self.child.poll() is None:
@@ -151,20 +157,3 @@ class Adapting:
             self.child.wait()
         if self.errors is not None:
             self.errors.close()
-
-
-@contextmanager
-def adapting(
-    folder: Path,
-    identity: StoreIdentity,
-    embedder: Embedder,
-    threads: int,
-    beside_from: int = BESIDE_FROM_SENTENCES,
-    meter: CoreMeter | None = None,
-) -> Iterator[Adapting]:
-    """An `Adapting` whose child process, if one was started, has ended when the block is left."""
-    run = Adapting(folder, identity, embedder, threads, beside_from, meter)
-    try:
-        yield run
-    finally:
-        run.close()

@@ -14,7 +14,7 @@ import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import ExtractionError, InvalidInputError, NoDocumentsError
-from granrag_mcp.indexing.adapt_beside import CoreMeter, adapting
+from granrag_mcp.indexing.adapt_beside import Adapting, CoreMeter
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash, text_of
 from granrag_mcp.indexing.documents import assign_ids, embed_levels, token_projection, token_reducer
 from granrag_mcp.indexing.formats import format_list
@@ -241,7 +241,7 @@ class _IndexRun:
         # Ranking settings fitted to this text by pseudo-queries (no labels), searched one query at a time; in a
         # child process while the graph is built, where that pays.
         embedder = self.embedder or self.embedder_factory()
-        with adapting(draft.folder, identity, embedder, self.settings.threads, meter=self.meter) as adaptation:
+        with Adapting(draft.folder, identity, embedder, self.settings.threads, meter=self.meter) as adaptation:
             if self.settings.graph:
                 with self.clock.stage("graph"):
                     adaptation.start(counts.get(FINEST, 0))

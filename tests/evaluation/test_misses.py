@@ -7,16 +7,23 @@ import pytest
 from granrag_mcp.evaluation.misses import (
     MISS_CATEGORIES,
     Place,
+    answer_places,
     by_specificity,
     candidate_recall,
     miss_category,
     miss_table,
+    parent_rank,
     rank_of,
     rarest_document_count,
     specificity_bucket,
 )
+from granrag_mcp.records import Chunk
 
 A, B = "a.txt", "b.txt"
+
+
+def chunk(id: int, doc_id: str, level: str, seq: int, start: int, end: int, parent_id: int | None = None) -> Chunk:
+    return Chunk(id, doc_id, level, seq, start, end, end - start, parent_id, "x" * (end - start))  # type: ignore[arg-type]
 
 
 def test_rank_of_is_one_based_and_none_when_absent() -> None:
@@ -78,3 +85,24 @@ def test_specificity_buckets_split_the_loss_of_mrr() -> None:
     assert table[">10"] == {"questions": 2, "MRR@5": 0.25, "loss": 0.375}
     assert table["1"]["loss"] == 0.0 and "4-10" not in table
     assert sum(row["loss"] for row in table.values()) == pytest.approx(1 - (1 + 0 + 0.5 + 1) / 4)
+
+
+def test_answer_places_are_every_chunk_holding_the_answers_first_character() -> None:
+    mids = [chunk(1, A, "mid", 0, 0, 100), chunk(2, A, "mid", 1, 80, 200), chunk(3, B, "mid", 0, 0, 100)]
+    assert answer_places(mids, A, 90) == {Place(A, 0), Place(A, 1)}  # where two chunks overlap, both
+    assert answer_places(mids, A, 150) == {Place(A, 1)}
+    assert answer_places(mids, B, 150) == set()  # past the end of every chunk of its document
+
+
+def test_parent_rank_orders_parents_by_their_first_child() -> None:
+    parents = {10: chunk(10, A, "broad", 0, 0, 100), 11: chunk(11, A, "broad", 1, 100, 200)}
+    ranking = [
+        chunk(1, A, "mid", 3, 100, 150, parent_id=11),
+        chunk(2, A, "mid", 0, 0, 50, parent_id=10),
+        chunk(3, A, "mid", 4, 150, 200, parent_id=11),  # its parent is already ranked: no new rank
+        chunk(4, B, "mid", 0, 0, 50, parent_id=None),
+    ]
+    assert parent_rank(ranking, parents, A, 20) == 2
+    assert parent_rank(ranking, parents, A, 120) == 1
+    assert parent_rank(ranking, parents, B, 20) is None
+    assert parent_rank(ranking[2:], parents, A, 20) is None  # the answer's parent has no child in the ranking
