@@ -22,7 +22,7 @@ from mcp_types import INVALID_PARAMS
 
 from granrag_mcp import __version__
 from granrag_mcp.errors import StoreCorruptError, StoreNotFoundError
-from granrag_mcp.server.state import EngineHolder, loading
+from granrag_mcp.server.library.state import EngineHolder, loading
 from granrag_mcp.server.tools.listing import lean_tool_list
 from granrag_mcp.server.transport.stdio_relay import StdioRelay
 from granrag_mcp.settings import Settings

@@ -1,2 +1,3 @@
-"""The library as the server shows it: documents and chunks as resources, each new generation announced (`watch`),
-and the index runs the write tools start (`writes`)."""
+"""The library the server holds: its engine, loading in the background (`state`), documents and chunks as
+resources, each new generation announced (`watch`), the index runs the write tools start (`writes`) and the sync
+of `serve --library` (`folders`)."""

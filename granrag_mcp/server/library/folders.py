@@ -20,7 +20,7 @@ from granrag_mcp.errors import GranragError
 
 if TYPE_CHECKING:
     from granrag_mcp.indexing.sync import SyncPass
-    from granrag_mcp.server.state import EngineHolder
+    from granrag_mcp.server.library.state import EngineHolder
 
 log = logging.getLogger(__name__)
 

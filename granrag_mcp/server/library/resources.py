@@ -23,8 +23,8 @@ from mcp_types import Resource
 
 from granrag_mcp.errors import GranragError
 from granrag_mcp.retrieval.sections import document_outline
+from granrag_mcp.server.library.state import EngineHolder, holder_of
 from granrag_mcp.server.library.watch import document_uri
-from granrag_mcp.server.state import EngineHolder, holder_of
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,1 @@
-"""Per client session: its recent queries (`memory`) and what every search tool does with them (`search`)."""
+"""Per client session: its recent queries (`memory`) and the `memory` argument that names them (`handle`)."""

@@ -14,6 +14,7 @@ from granrag_mcp.retrieval.parents import find_parents
 from granrag_mcp.retrieval.sections import SECTION_CHUNKS, enclosing_section
 from granrag_mcp.retrieval.view import ScoredChunk
 from granrag_mcp.retrieval.window import expand_window as window_of
+from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import ChunkId, ChunkIds, MaxTokens
 from granrag_mcp.server.schemas.results import (
     Hit,
@@ -24,7 +25,6 @@ from granrag_mcp.server.schemas.results import (
     citation_fields,
 )
 from granrag_mcp.server.schemas.structure import SectionResult
-from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools.base import read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
 

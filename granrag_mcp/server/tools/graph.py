@@ -14,6 +14,7 @@ from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.records import format_chunk_id
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.view import View
+from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import MaxTokens, Query
 from granrag_mcp.server.schemas.graph import (
     CommunityReport,
@@ -26,7 +27,6 @@ from granrag_mcp.server.schemas.graph import (
     PathsResult,
     Sentence,
 )
-from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools.base import read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
 from granrag_mcp.store.graph import ConceptGraph

@@ -10,10 +10,10 @@ from pydantic import Field
 from granrag_mcp.records import format_chunk_id
 from granrag_mcp.retrieval.sections import SECTION_CHUNKS
 from granrag_mcp.retrieval.sections import document_outline as outline_of
+from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import MaxTokens
 from granrag_mcp.server.schemas.results import DocumentInfo, DocumentList
 from granrag_mcp.server.schemas.structure import OutlineEntry, OutlineResult
-from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools.base import read_only_tool
 
 

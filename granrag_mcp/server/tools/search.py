@@ -15,6 +15,7 @@ from granrag_mcp.retrieval.hrr import hrr_search as hrr
 from granrag_mcp.retrieval.hrr import hrr_weights
 from granrag_mcp.retrieval.level_search import level_used, search_level
 from granrag_mcp.retrieval.rerank import rerank as rerank_ids
+from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import (
     ChunkIds,
     DiversifyMethod,
@@ -28,10 +29,9 @@ from granrag_mcp.server.schemas.arguments import (
     Weights,
 )
 from granrag_mcp.server.schemas.results import RankedResult, SessionSearchResult
-from granrag_mcp.server.session.search import SearchOptions, session_search
-from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools.base import read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
+from granrag_mcp.server.tools.session_search import SearchOptions, session_search
 
 
 def register(server: MCPServer, budget: int) -> None:

@@ -18,9 +18,9 @@ from pydantic import Field
 from granrag_mcp.errors import GranragError
 from granrag_mcp.indexing.discovery import text_of
 from granrag_mcp.indexing.formats import format_names
+from granrag_mcp.server.library.state import EngineHolder, holder_of
 from granrag_mcp.server.library.writes import Runs, allowed_roots, check_paths, indexed_doc_ids, result_of
 from granrag_mcp.server.schemas.write import IndexStatus, RunResult
-from granrag_mcp.server.state import EngineHolder, holder_of
 from granrag_mcp.server.tools.base import READ_ONLY
 from granrag_mcp.server.tools.presenting import description
 

@@ -11,9 +11,9 @@ from granrag_mcp.retrieval.diversify import candidate_depth, diversify
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import FusionUsed
 from granrag_mcp.retrieval.view import ScoredChunk, View
+from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.results import PreviousQuery, SessionSearchResult
 from granrag_mcp.server.session.handle import MEMORY_HANDLE
-from granrag_mcp.server.state import holder_of
 from granrag_mcp.server.tools.presenting import hits_result
 
 
