@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
-from granrag_mcp.indexing.decoding import byte_order_mark, decode
+from granrag_mcp.indexing.formats.decoding import byte_order_mark, decode
 from granrag_mcp.outline import Section as Section  # the record extractors fill; the store keeps it too
 
 
