@@ -30,7 +30,7 @@ log = logging.getLogger("granrag_mcp.evaluation")
 
 def readapted(engine: Engine, view: View, reference: Path) -> View:
     """The view with its ranking adapted against another reference (the store is not changed)."""
-    from granrag_mcp.retrieval.ranking.adapt import Reference, adapt
+    from granrag_mcp.indexing.adapt import Reference, adapt
     from granrag_mcp.retrieval.view import View
 
     base = engine.candidate_rankers.for_snapshot(view.snapshot, use_adaptation=False)

@@ -17,6 +17,7 @@ import numpy as np
 
 from granrag_mcp.evaluation.metrics import contains, hit_rate, mrr
 from granrag_mcp.evaluation.qa import Question
+from granrag_mcp.retrieval.candidate_ranking import RANKED_HEAD, hrr_table
 from granrag_mcp.retrieval.hrr import hrr_candidates
 from granrag_mcp.retrieval.ranking.features import (
     ALL_FEATURES,
@@ -27,7 +28,6 @@ from granrag_mcp.retrieval.ranking.features import (
     order_by,
 )
 from granrag_mcp.retrieval.ranking.model import CandidateRanker, LinearModel
-from granrag_mcp.retrieval.ranking.rank import RANKED_HEAD, hrr_table
 
 SEEDS = (0, 1)
 LEGACY_FEATURES = (

@@ -23,7 +23,7 @@ from typing import IO
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
-from granrag_mcp.retrieval.ranking.adapt import adapt_generation, pseudo_query_vectors
+from granrag_mcp.indexing.adapt import adapt_generation, pseudo_query_vectors
 from granrag_mcp.store.manifest import StoreIdentity
 from granrag_mcp.store.vector_index import search_threads
 

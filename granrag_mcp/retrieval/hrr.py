@@ -14,9 +14,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from granrag_mcp.levels import FINEST, Level, list_name, parent_of
+from granrag_mcp.retrieval.candidate_ranking import rank_hrr_candidates
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.ranking.features import CandidateReads
-from granrag_mcp.retrieval.ranking.rank import rank_hrr_candidates
 from granrag_mcp.retrieval.rerank import RerankResult, require_reranker, rerank_chunks
 from granrag_mcp.retrieval.rrf import check_weights
 from granrag_mcp.retrieval.spans import dedupe_by_span

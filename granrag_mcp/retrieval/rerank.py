@@ -53,7 +53,7 @@ def rerank(view: View, query: str, public_ids: Sequence[str], top_n: int, method
     reranker = require_reranker(view)
     chunks = view.resolve(public_ids)
     if method != "reranker" and view.candidate_ranker is not None:
-        from granrag_mcp.retrieval.ranking.rank import rank_chunks
+        from granrag_mcp.retrieval.candidate_ranking import rank_chunks
 
         hits = rank_chunks(view, query, chunks, view.candidate_ranker)[:top_n]
         return RerankResult(f"{view.candidate_ranker.name}+{reranker.name}", hits)

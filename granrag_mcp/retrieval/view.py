@@ -68,8 +68,8 @@ class View:
         self.snapshot = snapshot
         self.embedder = embedder
         self.reranker = reranker
-        self.candidate_ranker = candidate_ranker  # reorders HRR's candidates (retrieval/ranking/)
-        self.adaptation = adaptation  # the list weights the store adapted to its text (retrieval/ranking/adapt.py)
+        self.candidate_ranker = candidate_ranker  # reorders HRR's candidates (retrieval/candidate_ranking.py)
+        self.adaptation = adaptation  # the list weights the store adapted to its text (indexing/adapt.py)
         self.catalog = snapshot.catalog
         self.doc_filter = doc_filter
         self._allowed: dict[Level, np.ndarray] = {}

@@ -1,4 +1,4 @@
-"""The ranking settings a generation adapted to its own text (`retrieval/ranking/adapt.py`): its file and format.
+"""The ranking settings a generation adapted to its own text (`indexing/adapt.py`): its file and format.
 
 The file lies in the generation folder beside the indexes, so the manifest lists and checksums it and a reader
 never sees settings of another generation's text. A generation without one (written before adaptation, or by a

@@ -13,7 +13,7 @@ from granrag_mcp.store.adaptation import ADAPTATION_FILE
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
 from tests.helpers import index
-from tests.retrieval.ranking.test_adapt import prose_corpus
+from tests.indexing.test_adapt import prose_corpus
 
 
 @pytest.fixture()

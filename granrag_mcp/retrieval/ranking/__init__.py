@@ -1,1 +1,3 @@
-"""Ranking of retrieved candidates: the candidate ranker, and the settings a store adapts to its own text."""
+"""The candidate ranker's parts: its features (`features`), the linear model and its files (`model`), the weight
+of its embedding features (`reliance`) and which model a store serves (`choice`). `retrieval/candidate_ranking`
+reorders with it; `indexing/adapt` fits its reliance to a store's text."""

@@ -1,5 +1,5 @@
 """The candidate ranker's reliance on the embedding model against word counts: one factor on the coefficients of
-its embedding features, which a store adapts to its text (`adapt.py`) where the ranker allows it
+its embedding features, which a store adapts to its text (`indexing/adapt.py`) where the ranker allows it
 (`CandidateRanker.adapts_reliance`)."""
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from granrag_mcp.rerankers import load_reranker
-from granrag_mcp.retrieval.ranking.adapt import (
+from granrag_mcp.indexing.adapt import (
     BatchVectors,
     Reference,
     adapt,
@@ -17,7 +16,8 @@ from granrag_mcp.retrieval.ranking.adapt import (
     pseudo_queries,
     share_weights,
 )
-from granrag_mcp.retrieval.ranking.fusion_shape import CUTOFF, RRF_KS
+from granrag_mcp.indexing.fusion_shape import CUTOFF, RRF_KS
+from granrag_mcp.rerankers import load_reranker
 from granrag_mcp.retrieval.ranking.model import shipped_ranker
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.adaptation import ADAPTATION_FILE, read_adaptation

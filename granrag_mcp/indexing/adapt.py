@@ -29,11 +29,7 @@ import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
 from granrag_mcp.embedding.queries import embed_queries
-from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
-from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
-from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
-from granrag_mcp.retrieval.level_search import LEVEL_DEPTH, level_fusion
-from granrag_mcp.retrieval.ranking.fusion_shape import (
+from granrag_mcp.indexing.fusion_shape import (
     ByDepth,
     choose,
     choose_shape,
@@ -41,7 +37,11 @@ from granrag_mcp.retrieval.ranking.fusion_shape import (
     is_dense,
     reciprocal_rank,
 )
-from granrag_mcp.retrieval.ranking.rank import hrr_table
+from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
+from granrag_mcp.retrieval.candidate_ranking import hrr_table
+from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
+from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
+from granrag_mcp.retrieval.level_search import LEVEL_DEPTH, level_fusion
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
 from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_mapped, rrf_searches
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View

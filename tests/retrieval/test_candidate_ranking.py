@@ -5,6 +5,7 @@ import pytest
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.rerankers import SentenceWindowReranker
+from granrag_mcp.retrieval.candidate_ranking import hrr_table, rank_hrr_candidates
 from granrag_mcp.retrieval.hrr import hrr_candidates, hrr_search
 from granrag_mcp.retrieval.ranking.features import (
     ALL_FEATURES,
@@ -20,7 +21,6 @@ from granrag_mcp.retrieval.ranking.features import (
     stem,
 )
 from granrag_mcp.retrieval.ranking.model import LinearModel, read_ranker, shipped_ranker
-from granrag_mcp.retrieval.ranking.rank import hrr_table, rank_hrr_candidates
 from granrag_mcp.retrieval.rerank import rerank
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.store import Snapshot
