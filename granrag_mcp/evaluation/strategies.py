@@ -79,8 +79,8 @@ STRATEGY_NOTES = {
     "descendant. Not over-fetched: a deeper call changes the head of the list.",
     "RRF": "`search_rrf(k=10)` (dense + BM25 over the broad and narrow levels, the store's adapted depths and "
     "constant), level broad / level mid.",
-    "HRR": "`hrr_search` (30 sentences and 10 mids, 20 mid candidates reranked, mapped to broad parents); mid "
-    "column: the reranked mid candidates.",
+    "HRR": "`hrr_search` at its defaults (sentences and mid chunks fused, the mid candidates reranked, mapped to "
+    "broad parents); mid column: the reranked mid candidates (`hrr_candidates`).",
 }
 """What each strategy runs, for the report."""
 
@@ -329,7 +329,7 @@ def rrf(ctx: StrategyContext) -> Ranking:
 
 
 def hrr(ctx: StrategyContext) -> Ranking:
-    """The broad list is `View.hrr_search`; the mid list is its mid stage, `View.hrr_mids`.
+    """The broad list is `retrieval.hrr.hrr_search`; the mid list is its mid stage, `retrieval.hrr.hrr_candidates`.
 
     The reranker is a `MemoReranker`, so the mid candidates are scored once for both lists.
     """
