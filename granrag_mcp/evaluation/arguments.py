@@ -9,6 +9,8 @@ from pathlib import Path
 
 # Spelled here so building the CLI's parser imports no retrieval code; a test checks it against `STRATEGIES`.
 ALL_STRATEGIES = "Base,BM25,Level,C2P,S2P,Union,RRF,HRR"
+EVAL_EXTRA = "pip install 'granrag-mcp[eval]'"
+"""The install of the modules only `eval` uses (the chart's matplotlib, `--fit-ranker`'s scikit-learn)."""
 
 DESCRIPTION = """\
 Measure retrieval quality on a QA set: for every strategy (Base, C2P, S2P, Union, RRF, HRR), the hit rate

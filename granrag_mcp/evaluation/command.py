@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from granrag_mcp.retrieval.view import View
 
 from granrag_mcp.embedding.queries import embed_queries
-from granrag_mcp.evaluation.arguments import strategy_list
+from granrag_mcp.evaluation.arguments import EVAL_EXTRA, strategy_list
 from granrag_mcp.levels import FINEST, LEVELS, parent_of
 
 log = logging.getLogger("granrag_mcp.evaluation")
@@ -44,17 +44,27 @@ def readapted(engine: Engine, view: View, reference: Path) -> View:
 # --- the run -----------------------------------------------------------------------------------------------
 
 
-def _check_chart_dependency(args: argparse.Namespace) -> None:
+def extra_modules(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(module, what needs it and what else to do) for each module of the eval extra this run imports."""
+    needed = []
+    if not args.no_chart:
+        needed.append(("matplotlib", "the chart needs matplotlib: install the eval extra ({}), or pass --no-chart"))
+    if args.fit_ranker:
+        needed.append(("sklearn", "--fit-ranker needs scikit-learn: install the eval extra ({})"))
+    return needed
+
+
+def _check_extra_dependencies(args: argparse.Namespace) -> None:
+    """Fail before the corpus is indexed, in one line that names the install, when an extra's module is missing."""
+    import importlib
+
     from granrag_mcp.errors import InvalidInputError
 
-    if args.no_chart:
-        return
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise InvalidInputError(
-            "the chart needs matplotlib: install the eval extra (pip install 'granrag-mcp[eval]'), or pass --no-chart"
-        ) from None
+    for module, message in extra_modules(args):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise InvalidInputError(message.format(EVAL_EXTRA)) from None
 
 
 def _stored_texts(store: Path, doc_ids: list[str]) -> tuple[dict[str, str | None], int] | None:
@@ -187,7 +197,7 @@ def evaluate_set(args: argparse.Namespace, settings) -> int:
     strategies = args.strategies if isinstance(args.strategies, list) else strategy_list(args.strategies)
     if args.qa is not None and (args.articles or args.corpus_dir):
         raise InvalidInputError("--articles and --corpus-dir only apply to --squad")
-    _check_chart_dependency(args)
+    _check_extra_dependencies(args)
     out = args.out or Path("reports") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
     # 1. The QA set, and the corpus in the store.

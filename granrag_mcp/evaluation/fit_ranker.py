@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.evaluation.arguments import EVAL_EXTRA
 from granrag_mcp.evaluation.metrics import contains, hit_rate, mrr
 from granrag_mcp.evaluation.qa import Question
 from granrag_mcp.retrieval.candidate_ranking import RANKED_HEAD, hrr_table
@@ -132,7 +134,10 @@ def collect(
 
 def fit_model(data: Dataset, rows: np.ndarray, features: Sequence[str], c: float = REGULARISATION) -> LinearModel:
     """A logistic regression of `mid_hit` on the standardised features of the head rows `rows` select."""
-    from sklearn.linear_model import LogisticRegression
+    try:
+        from sklearn.linear_model import LogisticRegression
+    except ImportError:
+        raise InvalidInputError(f"fitting the candidate ranker needs scikit-learn: {EVAL_EXTRA}") from None
 
     columns = [KNOWN_FEATURES.index(f) for f in features]
     keep = rows & (data.position < RANKED_HEAD)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import re
-from pathlib import Path
 
 from granrag_mcp.retrieval.view import View
 from tests.test_import_graph import PACKAGE
@@ -41,6 +40,6 @@ def test_every_retrieval_function_named_in_the_evaluation_exists() -> None:
     assert not missing, f"retrieval functions that no longer exist: {missing}"
 
 
-def test_the_check_sees_a_rotted_name(tmp_path: Path) -> None:
+def test_the_check_sees_a_rotted_name() -> None:
     assert VIEW_NAME.findall("the mid list is `View.hrr_mids`") == ["hrr_mids"]
     assert not hasattr(View, "hrr_mids")
