@@ -15,7 +15,7 @@ from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
 from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.ranking.choice import RankerChoice
-from granrag_mcp.retrieval.view import View
+from granrag_mcp.retrieval.view import PerGeneration, View
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.live import LiveStore
 from granrag_mcp.store.manifest import identity_for
@@ -102,6 +102,7 @@ class Engine:
         if reranker is not None:
             log.info("reranker: %s", reranker.name)
         self.candidate_rankers = RankerChoice(settings.candidate_ranker)
+        self.per_generation = PerGeneration()  # what every view of a generation reuses (the graph's queries)
 
     def _open_live(self) -> LiveStore | None:
         """The live store, opened once the store has a committed generation; None while it has none."""
@@ -137,4 +138,5 @@ class Engine:
             self.reranker,
             candidate_ranker=self.candidate_rankers.for_snapshot(snapshot),
             adaptation=self.candidate_rankers.adaptation(snapshot),
+            per_generation=self.per_generation,
         )

@@ -38,7 +38,14 @@ def readapted(engine: Engine, view: View, reference: Path) -> View:
     adaptation = adapt(plain, reference=Reference.read(reference))
     log.info("adapted against %s: %s", reference, adaptation.measured)
     ranker = engine.candidate_rankers.for_snapshot(view.snapshot, adaptation=adaptation)
-    return View(view.snapshot, view.embedder, view.reranker, candidate_ranker=ranker, adaptation=adaptation)
+    return View(
+        view.snapshot,
+        view.embedder,
+        view.reranker,
+        candidate_ranker=ranker,
+        adaptation=adaptation,
+        per_generation=view.per_generation,
+    )
 
 
 # --- the run -----------------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -37,6 +36,7 @@ PPR_TOP = 50  # passages are the sentences that mention one of the concepts of h
 NAMED_IN_QUERY = 0.99  # find_concepts: a concept whose whole name appears in a longer query
 COMMUNITY_WEIGHT = 1.0  # graph_search communities: weight of a community's share of the mentions
 FUZZY_CUTOFF = 60.0  # find_concepts: least edit similarity (0-100) of a name taken as a misspelling
+QUERIES = "graph queries"  # the name of a generation's GraphQueries among what its views reuse
 
 
 __all__ = ["UnknownConceptError"]  # raised by resolve_concept; defined with the name lookups
@@ -117,11 +117,6 @@ def doc_row(graph: ConceptGraph, doc_id: str) -> int:
     return int(found[0]) if len(found) else -1
 
 
-@lru_cache(maxsize=4)
-def _queries(graph: ConceptGraph) -> GraphQueries:
-    return GraphQueries(graph)
-
-
 def graph_of(view: View) -> tuple[ConceptGraph, GraphQueries]:
     graph = view.snapshot.graph
     if graph is None or len(graph) == 0:
@@ -136,7 +131,7 @@ def graph_of(view: View) -> tuple[ConceptGraph, GraphQueries]:
             f"the concept graph of generation {view.snapshot.generation} is empty: no concept is named in two "
             "sentences of the documents; use search_narrow or search_fused"
         )
-    return graph, _queries(graph)
+    return graph, view.per_generation.get(view.snapshot, QUERIES, lambda: GraphQueries(graph))
 
 
 # --- concepts ----------------------------------------------------------------------------------------------------

@@ -7,9 +7,12 @@ function in its own module of this package that takes a view, so a request never
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
 
 Scored = list[tuple[int, float]]
 """A ranked list of (chunk id, score), best first."""
+T = TypeVar("T")
+GENERATIONS_KEPT = 4  # a server serves one generation; a few more cover the requests still on the previous ones
 
 
 @dataclass
@@ -52,6 +57,30 @@ def check_query(query: str) -> str:
     return query.strip()
 
 
+class PerGeneration:
+    """What queries build from one generation's files and reuse (the concept graph's query structures), kept for
+    the last few generations asked about. The engine holds one for every view it hands out, so a request reuses
+    what an earlier one built and a new generation builds its own; a view made without one has its own."""
+
+    def __init__(self, size: int = GENERATIONS_KEPT) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._built: OrderedDict[tuple[Path, str], Any] = OrderedDict()
+
+    def get(self, snapshot: Snapshot, name: str, build: Callable[[], T]) -> T:
+        """The `name` structure of `snapshot`'s generation, built by `build` the first time it is asked for."""
+        key = (snapshot.folder, name)
+        with self._lock:  # requests arriving together build it once
+            if key in self._built:
+                self._built.move_to_end(key)
+                return self._built[key]
+            value = build()
+            self._built[key] = value
+            while len(self._built) > self.size:
+                self._built.popitem(last=False)
+            return value
+
+
 class View:
     """The primitives of retrieval, bound to one snapshot."""
 
@@ -64,6 +93,7 @@ class View:
         doc_filter: DocFilter | None = None,
         candidate_ranker: CandidateRanker | None = None,
         adaptation: Adaptation | None = None,
+        per_generation: PerGeneration | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.embedder = embedder
@@ -72,6 +102,7 @@ class View:
         self.adaptation = adaptation  # the list weights the store adapted to its text (indexing/adapt.py)
         self.catalog = snapshot.catalog
         self.doc_filter = doc_filter
+        self.per_generation = per_generation or PerGeneration()
         self._allowed: dict[Level, np.ndarray] = {}
         self._query_vectors: dict[str, np.ndarray] = {}
         self._query_tokens: dict[str, np.ndarray] = {}
@@ -88,6 +119,7 @@ class View:
             doc_filter=doc_filter,
             candidate_ranker=self.candidate_ranker,
             adaptation=self.adaptation,
+            per_generation=self.per_generation,
         )
 
     def fusion_weights(self, fusion: str, given: Mapping[str, float] | None = None) -> dict[str, float]:
