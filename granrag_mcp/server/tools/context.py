@@ -14,7 +14,6 @@ from granrag_mcp.retrieval.parents import find_parents
 from granrag_mcp.retrieval.sections import SECTION_CHUNKS, enclosing_section
 from granrag_mcp.retrieval.view import ScoredChunk
 from granrag_mcp.retrieval.window import expand_window as window_of
-from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import ChunkId, ChunkIds, MaxTokens
 from granrag_mcp.server.schemas.results import (
     Hit,
@@ -25,7 +24,7 @@ from granrag_mcp.server.schemas.results import (
     citation_fields,
 )
 from granrag_mcp.server.schemas.structure import SectionResult
-from granrag_mcp.server.tools.base import read_only_tool
+from granrag_mcp.server.tools.base import CurrentView, Tokens, read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
 
 
@@ -36,6 +35,8 @@ def register(server: MCPServer, budget: int) -> None:
     def expand_window(
         chunk_id: ChunkId,
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         before: Annotated[int, Field(ge=0, le=20, description="Chunks of the same level before it (0-20).")] = 2,
         after: Annotated[int, Field(ge=0, le=20, description="Chunks of the same level after it (0-20).")] = 2,
         max_tokens: MaxTokens = budget,
@@ -44,7 +45,6 @@ def register(server: MCPServer, budget: int) -> None:
         assembled into one text with its document offsets. Use it after search_narrow when a sentence needs its
         context. members lists the chunks in the window (their text is in `text`, not repeated).
         """
-        view, tokens = holder_of(ctx).view()
         window = window_of(view, chunk_id, before, after)
         piece = cut(window.text, max_tokens, tokens)
         end = window.start + len(piece.text)
@@ -68,6 +68,8 @@ def register(server: MCPServer, budget: int) -> None:
     def get_parent(
         chunk_ids: ChunkIds,
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         merge_threshold: Annotated[
             float | None,
             Field(
@@ -84,7 +86,6 @@ def register(server: MCPServer, budget: int) -> None:
         come back as that one parent. With merge_threshold, a parent replaces its children only when more than
         that share of them was given; the others are returned unchanged in `kept`. Broad ids have no parent.
         """
-        view, tokens = holder_of(ctx).view()
         result = find_parents(view, chunk_ids, merge_threshold)
         packing = pack([g.parent.text for g in result.parents] + [c.text for c in result.kept], max_tokens, tokens)
         pieces = packing.pieces
@@ -110,11 +111,16 @@ def register(server: MCPServer, budget: int) -> None:
         )
 
     @read_only_tool(server, "Fetch chunks by id")
-    def get_chunks(chunk_ids: ChunkIds, ctx: Context[Any, Any], max_tokens: MaxTokens = budget) -> SearchResult:
+    def get_chunks(
+        chunk_ids: ChunkIds,
+        ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
+        max_tokens: MaxTokens = budget,
+    ) -> SearchResult:
         """Fetch chunks by id, in the order given (for example ids from `evidence`, `parent_id` or an earlier
         result). Unknown ids are an error naming them; search again if the index changed.
         """
-        view, tokens = holder_of(ctx).view()
         chunks = view.get_chunks(chunk_ids)
         return hits_result(view, tokens, [ScoredChunk(c, None) for c in chunks], max_tokens)
 
@@ -122,6 +128,8 @@ def register(server: MCPServer, budget: int) -> None:
     def get_section(
         chunk_id: ChunkId,
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         depth: Annotated[
             int | None,
             Field(
@@ -138,7 +146,6 @@ def register(server: MCPServer, budget: int) -> None:
         its whole section; depth climbs to an enclosing one (1: the top-level section). Documents without
         headings have no sections: use get_parent or expand_window for them.
         """
-        view, tokens = holder_of(ctx).view()
         chunk, span = enclosing_section(view, chunk_id, depth)
         text = view.catalog.document_slice(span.doc_id, span.start, span.end) or ""
         piece = cut(text, max_tokens, tokens)

@@ -14,7 +14,6 @@ from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.records import format_chunk_id
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import MaxTokens, Query
 from granrag_mcp.server.schemas.graph import (
     CommunityReport,
@@ -27,7 +26,7 @@ from granrag_mcp.server.schemas.graph import (
     PathsResult,
     Sentence,
 )
-from granrag_mcp.server.tools.base import read_only_tool
+from granrag_mcp.server.tools.base import CurrentView, Tokens, read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
 from granrag_mcp.store.graph import ConceptGraph
 
@@ -87,6 +86,7 @@ def register(server: MCPServer, budget: int) -> None:
     def find_concepts(
         query: Query,
         ctx: Context[Any, Any],
+        view: CurrentView,
         k: Annotated[int, Field(ge=1, le=50, description="Number of concepts (1-50).")] = 10,
     ) -> ConceptList:
         """Find concepts of the index's concept graph by name (fuzzy) or meaning (the name's embedding): noun
@@ -94,7 +94,6 @@ def register(server: MCPServer, budget: int) -> None:
         concepts they co-occur with (degree), their community and a few sentence ids. Start here for multi-hop
         questions ("how is A related to B"): then concept_paths(A, B) or concept_neighbourhood(A).
         """
-        view, _ = holder_of(ctx).view()
         graph, _ = techniques.graph_of(view)
         found = techniques.find_concepts(view, query, k)
         return ConceptList(
@@ -105,6 +104,8 @@ def register(server: MCPServer, budget: int) -> None:
     def concept_neighbourhood(
         concept: ConceptName,
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         depth: Annotated[int, Field(ge=1, le=techniques.MAX_DEPTH, description="Hops from the concept (1-2).")] = 1,
         max_nodes: Annotated[int, Field(ge=2, le=50, description="Most concepts returned, the centre included.")] = 15,
         evidence: Evidence = 1,
@@ -114,7 +115,6 @@ def register(server: MCPServer, budget: int) -> None:
         2), strongest links first, each link with the sentences that state it (ids in `evidence`, text in
         `sentences`). An unknown name is an error listing the closest names.
         """
-        view, tokens = holder_of(ctx).view()
         graph, _ = techniques.graph_of(view)
         found = techniques.neighbourhood(view, concept, depth, max_nodes, evidence)
         sentences, used, omitted = _sentences(view, tokens, (i for e in found.edges for i in e.evidence), max_tokens)
@@ -133,6 +133,8 @@ def register(server: MCPServer, budget: int) -> None:
         source: ConceptName,
         target: ConceptName,
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         max_hops: Annotated[int, Field(ge=1, le=techniques.MAX_HOPS, description="Longest path in hops (1-4).")] = 3,
         k: Annotated[int, Field(ge=1, le=10, description="Number of paths (1-10).")] = 3,
         evidence: Evidence = 1,
@@ -143,7 +145,6 @@ def register(server: MCPServer, budget: int) -> None:
         through different intermediate concepts; links of one or two hops are found through the sentences that
         mention both names. Names are taken as written; an unknown one is an error listing near names.
         """
-        view, tokens = holder_of(ctx).view()
         graph, _ = techniques.graph_of(view)
         paths = techniques.strongest_paths(view, source, target, max_hops, k, evidence)
         ids = (i for p in paths for hop in p.hops for i in hop.evidence)
@@ -170,6 +171,8 @@ def register(server: MCPServer, budget: int) -> None:
     def graph_search(
         query: Query,
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         mode: Annotated[
             Literal["communities", "passages"],
             Field(
@@ -189,7 +192,6 @@ def register(server: MCPServer, budget: int) -> None:
         broad_chunks with get_chunks. mode='passages' returns sentences linked to the query's concepts through the
         graph (multi-hop evidence a plain similarity search misses).
         """
-        view, tokens = holder_of(ctx).view()
         graph, _ = techniques.graph_of(view)
         if mode == "passages":
             hits = hits_result(view, tokens, techniques.ppr_passages(view, query, k, doc_id), max_tokens)

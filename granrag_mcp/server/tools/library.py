@@ -14,7 +14,7 @@ from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import MaxTokens
 from granrag_mcp.server.schemas.results import DocumentInfo, DocumentList
 from granrag_mcp.server.schemas.structure import OutlineEntry, OutlineResult
-from granrag_mcp.server.tools.base import read_only_tool
+from granrag_mcp.server.tools.base import CurrentView, Tokens, read_only_tool
 
 
 def register(server: MCPServer, budget: int) -> None:
@@ -53,6 +53,8 @@ def register(server: MCPServer, budget: int) -> None:
             str, Field(min_length=1, max_length=1000, description="A doc_id from a hit or from list_documents.")
         ],
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         max_depth: Annotated[
             int | None, Field(ge=1, le=20, description="Only headings this deep or less (1: top-level only).")
         ] = None,
@@ -63,7 +65,6 @@ def register(server: MCPServer, budget: int) -> None:
         span, pages (null where the format has none), size in tokens and chunk_id, its first paragraph-level
         chunk. Read a section with get_section(chunk_id, depth=level). Empty for a document without headings.
         """
-        view, tokens = holder_of(ctx).view()
         outline = outline_of(view, doc_id, max_depth)
         entries = [
             OutlineEntry(

@@ -15,7 +15,6 @@ from granrag_mcp.retrieval.hrr import hrr_search as hrr
 from granrag_mcp.retrieval.hrr import hrr_weights
 from granrag_mcp.retrieval.level_search import level_used, search_level
 from granrag_mcp.retrieval.rerank import rerank as rerank_ids
-from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import (
     ChunkIds,
     DiversifyMethod,
@@ -29,9 +28,9 @@ from granrag_mcp.server.schemas.arguments import (
     Weights,
 )
 from granrag_mcp.server.schemas.results import RankedResult, SessionSearchResult
-from granrag_mcp.server.tools.base import read_only_tool
+from granrag_mcp.server.tools.base import Current, CurrentView, Tokens, read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
-from granrag_mcp.server.tools.session_search import SearchOptions, session_search
+from granrag_mcp.server.tools.session_search import Options, session_search
 
 
 def register(server: MCPServer, budget: int) -> None:
@@ -41,6 +40,8 @@ def register(server: MCPServer, budget: int) -> None:
     def search_broad(
         query: Query,
         ctx: Context[Any, Any],
+        current: Current,
+        options: Options,
         k: Annotated[int, Field(ge=1, le=100, description="Number of passages (1-100).")] = 5,
         lexical: Lexical = None,
         doc_ids: DocIds = None,
@@ -56,9 +57,9 @@ def register(server: MCPServer, budget: int) -> None:
         offsets, score, text), best first, and similar_previous: earlier queries of this session that were nearly
         the same, with the ids they returned.
         """
-        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
         return session_search(
             ctx,
+            current,
             query,
             k,
             options,
@@ -70,6 +71,8 @@ def register(server: MCPServer, budget: int) -> None:
     def search_narrow(
         query: Query,
         ctx: Context[Any, Any],
+        current: Current,
+        options: Options,
         k: Annotated[int, Field(ge=1, le=100, description="Number of hits (1-100).")] = 10,
         level: Annotated[
             Literal["narrow", "mid"], Field(description="narrow: sentences; mid: paragraph-sized chunks.")
@@ -89,9 +92,9 @@ def register(server: MCPServer, budget: int) -> None:
         order candidates. lexical=true adds exact word matching (BM25) by RRF. diversify='mmr' or 'kmeans' drops
         near-repeats; exclude_seen=true leaves out chunks this session already received.
         """
-        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
         return session_search(
             ctx,
+            current,
             query,
             k,
             options,
@@ -103,6 +106,8 @@ def register(server: MCPServer, budget: int) -> None:
     def search_fused(
         query: Query,
         ctx: Context[Any, Any],
+        current: Current,
+        options: Options,
         k: Annotated[int, Field(ge=1, le=100, description="Number of hits (1-100).")] = 10,
         method: Annotated[
             Literal[tuple(FUSION_METHODS)],  # type: ignore[valid-type]  # read from the registry as the tool is added
@@ -137,10 +142,10 @@ def register(server: MCPServer, budget: int) -> None:
         hits inside a returned broad one. Use it when a question needs both context and precision, or when
         single-level searches disagree.
         """
-        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
         fusion, request = FUSION_METHODS[method], FusionRequest(level, weights, rrf_k, lexical)
         return session_search(
             ctx,
+            current,
             query,
             k,
             options,
@@ -153,6 +158,8 @@ def register(server: MCPServer, budget: int) -> None:
         query: Query,
         chunk_ids: ChunkIds,
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         top_n: Annotated[int, Field(ge=1, le=100, description="How many of the best to return (1-100).")] = 5,
         method: Annotated[
             Literal["auto", "candidate-ranker", "reranker"],
@@ -169,7 +176,6 @@ def register(server: MCPServer, budget: int) -> None:
         Pass ids gathered from any searches, of any levels, to choose which to read before answering. Returns
         the best top_n, best first.
         """
-        view, tokens = holder_of(ctx).view()
         result = rerank_ids(view, query, chunk_ids, top_n, method)
         return hits_result(view, tokens, result.hits, max_tokens, result.reranker)  # type: ignore[return-value]
 
@@ -177,6 +183,8 @@ def register(server: MCPServer, budget: int) -> None:
     def hrr_search(
         query: Query,
         ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
         k: Annotated[int, Field(ge=1, le=100, description="Number of broad passages (1-100).")] = 5,
         sentence_k: Annotated[int, Field(ge=1, le=300, description="Sentences retrieved first (1-300).")] = 50,
         mid_k: Annotated[int, Field(ge=1, le=100, description="Mid chunks retrieved directly (1-100).")] = 20,
@@ -189,7 +197,6 @@ def register(server: MCPServer, budget: int) -> None:
         returns their broad passages best first, each with `evidence` (the mid chunk ids that led to it). Use it
         for questions that need a full passage but where the answer hides in one paragraph.
         """
-        view, tokens = holder_of(ctx).view()
         view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
         result = hrr(view, query, k, sentence_k, mid_k, rerank_n)
         out = hits_result(view, tokens, result.hits, max_tokens, result.reranker)

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Resolve
 
 from granrag_mcp.retrieval.diversify import candidate_depth, diversify
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import FusionUsed
 from granrag_mcp.retrieval.view import ScoredChunk, View
-from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.results import PreviousQuery, SessionSearchResult
 from granrag_mcp.server.session.handle import MEMORY_HANDLE
+from granrag_mcp.server.tools.base import Served
 from granrag_mcp.server.tools.presenting import hits_result
 
 
@@ -30,8 +32,13 @@ class SearchOptions:
     exclude_seen: bool = False
 
 
+Options = Annotated[SearchOptions, Resolve(SearchOptions)]
+"""A search tool's parameter the SDK fills from the tool's own arguments of the same names, before it runs."""
+
+
 def session_search(
     ctx: Any,
+    current: Served,
     query: str,
     k: int,
     options: SearchOptions,
@@ -41,9 +48,8 @@ def session_search(
     """`search(view, depth)` runs the technique for `depth` candidates on the view of the documents `options`
     selects, and `used(view, depth)` names the weights, depths and RRF constant of its fused lists; the rest is the
     same for every search tool."""
-    holder = holder_of(ctx)
-    view, tokens = holder.view()
-    view = view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix))
+    holder, tokens = current.holder, current.tokens
+    view = current.view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix))
     memory = holder.queries.of(ctx, MEMORY_HANDLE.get())
     exclude_seen = options.exclude_seen and memory is not None
     depth = candidate_depth(k, options.diversify, exclude_seen)
