@@ -535,13 +535,13 @@ def _date(figure: dict[str, Any]) -> str:
 
 
 def targets_table(targets: dict[str, Any]) -> str:
-    """BENCHMARKS.md's figure table: each figure once, with its target, status, load and command."""
+    """BENCHMARKS.md's figure table: each figure once, with its target, status, load and command (its result file
+    is in targets.toml)."""
     rows = []
     for figure in targets.get("figures", []):
         status = {None: "not measured here", True: "met", False: "**not met**"}[met(figure)]
         value = f"{figure['recorded']} {figure['unit']}" if "recorded" in figure else "-"
         when = ", ".join(x for x in (f"load {figure['load']}" if "load" in figure else "", _date(figure)) if x)
-        result = f"`{figure['result']}`" if "result" in figure else ""
         rows.append(
             [
                 f"{figure['target_text']} (`{figure['name']}`)",
@@ -550,10 +550,9 @@ def targets_table(targets: dict[str, Any]) -> str:
                 status,
                 when,
                 f"`{figure['command']}`" if not figure["command"].startswith("same run") else figure["command"],
-                result,
             ]
         )
-    return table(["figure", "target", "recorded", "status", "machine", "command", "result file"], rows)
+    return table(["figure", "target", "recorded", "status", "machine", "command"], rows)
 
 
 def scripts_table(targets: dict[str, Any]) -> str:
@@ -580,8 +579,7 @@ def generated_docs(targets: dict[str, Any]) -> dict[Path, str]:
 
 def render() -> str:
     results = {
-        name: load(name)
-        for name in ("index", "tools", "scale_store", "scale_server", "peer_llamaindex", "peer_index")
+        name: load(name) for name in ("index", "tools", "scale_store", "scale_server", "peer_llamaindex", "peer_index")
     }
     return "\n\n".join(
         [
