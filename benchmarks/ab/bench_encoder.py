@@ -35,7 +35,15 @@ from typing import Any  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `benchmarks` and `granrag_mcp` from it
 
-from benchmarks._common import finish, git_revision, latency_summary, load_average, machine, offline_env  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    conclude,
+    git_revision,
+    latency_summary,
+    load_average,
+    machine,
+    offline_env,
+    result_arguments,
+)
 
 RUNNERS = ("bert", "sentence-transformers")
 WIN = 0.20  # the gain bert.py must show on a user-visible figure to be kept
@@ -217,7 +225,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--sentences", type=int, default=2000)
-    parser.add_argument("--no-save", action="store_true")
+    result_arguments(parser, "encoder")
     parser.add_argument("--child", choices=RUNNERS, help=argparse.SUPPRESS)
     parser.add_argument("--spawned", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--texts", type=Path, help=argparse.SUPPRESS)
@@ -266,7 +274,7 @@ def main() -> None:
         "cosine_min": round(float(cosine.min()), 6),
         "runs": runs,
     }
-    finish("encoder", result, save=not args.no_save)
+    conclude(args, result)
 
 
 if __name__ == "__main__":

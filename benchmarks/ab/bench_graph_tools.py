@@ -143,16 +143,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", type=Path, default=Path(tempfile.gettempdir()) / "granrag-bench-squad-a-x2")
-    parser.add_argument("--copies", type=int, default=2, help="when indexing the store: copies of each article")
-    parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
-    parser.add_argument("--baseline", help="PYTHONPATH of the version to compare with (a checkout's root)")
+    _common.ab_arguments(parser)
     parser.add_argument("--core", action="store_true", help="also the same work in process, alternating")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--calls", type=int, default=25, help="measured calls per tool, variant and round")
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured calls at the start of each block")
-    parser.add_argument("--name", default="graph_tools")
-    parser.add_argument("--no-save", action="store_true")
+    _common.result_arguments(parser, "graph_tools")
     parser.add_argument("--smoke", action="store_true", help="a tiny store, two rounds of two calls; nothing saved")
     args = parser.parse_args()
     _common.offline_env()
@@ -163,8 +159,7 @@ def main() -> None:
             args.core = True
             _common.emit(run(args))
         return
-    result = run(args)
-    _common.finish(args.name, result, save=not args.no_save)
+    _common.conclude(args, run(args))
 
 
 if __name__ == "__main__":

@@ -251,7 +251,7 @@ def main() -> None:
     parser.add_argument("--keep-dir", type=Path, help="keep texts and indices here (default: a temporary folder)")
     parser.add_argument("--reuse", action="store_true", help="search the indices in --keep-dir again")
     parser.add_argument("--rounds", type=int, default=2, help="builds and searches per side, alternating (2)")
-    parser.add_argument("--no-save", action="store_true")
+    _common.result_arguments(parser, "lexical")
     parser.add_argument("--child", choices=("build", "search"), help=argparse.SUPPRESS)
     parser.add_argument("--side", choices=(*SIDES, "both"), help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -305,7 +305,7 @@ def main() -> None:
     finally:
         if args.keep_dir is None:
             shutil.rmtree(work, ignore_errors=True)
-    _common.finish("lexical", result, save=not args.no_save)
+    _common.conclude(args, result)
 
 
 if __name__ == "__main__":

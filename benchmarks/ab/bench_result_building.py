@@ -186,8 +186,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--calls", type=int, default=1000, help="timed calls per piece, variant and round")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--name", default="result_building")
-    parser.add_argument("--no-save", action="store_true")
+    _common.result_arguments(parser, "result_building")
     parser.add_argument("--smoke", action="store_true", help="two rounds of a few calls; nothing saved")
     args = parser.parse_args()
     if args.worker:
@@ -197,8 +196,7 @@ def main() -> None:
         args.rounds, args.calls, args.baseline = 2, 5, args.baseline or str(_common.ROOT)
         _common.emit(run(args))
         return
-    result = run(args)
-    _common.finish(args.name, result, save=not args.no_save)
+    _common.conclude(args, run(args))
 
 
 if __name__ == "__main__":

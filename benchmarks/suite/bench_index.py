@@ -154,8 +154,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="A/B: the root of a checkout to alternate with this one")
     parser.add_argument("--rounds", type=int, default=1, help="A/B: rounds, each runs A then B (default 1)")
     parser.add_argument("--precisions", default="auto", help="A/B: comma-separated GRANRAG_PRECISION values")
-    parser.add_argument("--name", default="index", help="result file name (default index)")
-    parser.add_argument("--no-save", action="store_true", help="do not write the result file")
+    _common.result_arguments(parser, "index")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
@@ -201,7 +200,7 @@ def main() -> None:
     }
     if args.baseline is not None:
         result["baseline"] = {"A": _common.git_revision(args.baseline), "B": result["git"]}
-    _common.finish(args.name, result, save=not args.no_save)
+    _common.conclude(args, result)
 
 
 if __name__ == "__main__":

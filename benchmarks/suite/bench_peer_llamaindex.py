@@ -330,8 +330,7 @@ def main() -> None:
         help="also index ours with GRANRAG_PRECISION=fp32 and torch, oneDNN and FAISS held to AVX2 (after LlamaIndex)",
     )
     parser.add_argument("--index-only", action="store_true", help="build times only, no retrieval evaluation")
-    parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--name", default="peer_llamaindex", help="result file name (default peer_llamaindex)")
+    _common.result_arguments(parser, "peer_llamaindex")
     args = parser.parse_args()
     _common.offline_env()
     forbid_network()
@@ -406,7 +405,7 @@ def main() -> None:
             print("[peer] evaluating our strategies ...", file=sys.stderr)
             strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
             result["ours_quality"] = evaluate_ours(Path(tmp) / "store", chosen, strategies)
-    _common.finish(args.name, result, save=not args.no_save)
+    _common.conclude(args, result)
 
 
 if __name__ == "__main__":

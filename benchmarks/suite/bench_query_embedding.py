@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `benchmarks` and `granrag_mcp` from it
-from benchmarks._common import finish, latency_summary, machine, offline_env
+from benchmarks._common import conclude, latency_summary, machine, offline_env, result_arguments
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -27,7 +27,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--squad", type=Path, required=True)
     parser.add_argument("--questions", type=int, default=100)
-    parser.add_argument("--no-save", action="store_true", help="print the figures without writing the result file")
+    result_arguments(parser, "query_embedding")
     args = parser.parse_args()
     offline_env()
     from granrag_mcp.embedding.factory import make_embedder
@@ -48,7 +48,7 @@ def main() -> int:
             embed_queries(embedder, [f"{question} {i}"])
             times[name].append(time.perf_counter() - start)
     result["latency"] = {name: latency_summary(values) for name, values in times.items()}
-    finish("query_embedding", result, save=not args.no_save)
+    conclude(args, result)
     return 0
 
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `benchmarks` and `granrag_mcp` from it
-from benchmarks._common import finish, git_revision, offline_env
+from benchmarks._common import conclude, git_revision, offline_env, result_arguments
 from benchmarks.corpora import squad_corpus
 from granrag_mcp.server.app import build_server
 from granrag_mcp.server.schemas.results import SessionSearchResult
@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=8, help="SQuAD-A articles to index")
     parser.add_argument("--questions", type=int, default=10, help="questions asked of each search tool")
     parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD, help="the SQuAD-A file")
-    parser.add_argument("--no-save", action="store_true", help="print the figures without writing the result file")
+    result_arguments(parser, "result_size")
     args = parser.parse_args()
     offline_env()
     logging.getLogger("granrag_mcp").setLevel(logging.WARNING)
@@ -106,7 +106,7 @@ def main() -> None:
         "embedder": "tests.fakes.FakeEmbedder (256 dimensions)",
         "per_result_mean": results,
     }
-    finish("result_size", data, save=not args.no_save)
+    conclude(args, data)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `b
 from benchmarks import _common  # noqa: E402
 from benchmarks.corpora import squad_corpus  # noqa: E402
 from benchmarks.suite import bench_scale_store  # noqa: E402
-from benchmarks.suite.bench_tools import call  # noqa: E402
+from benchmarks.suite.bench_tools import call, server_params  # noqa: E402
 
 DIM = 384
 K = 10
@@ -462,22 +462,6 @@ def server_pid() -> int:
         if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes():
             return int(pid)
     raise RuntimeError("the server process was not found")
-
-
-def server_params(store: Path):
-    from mcp.client.stdio import StdioServerParameters
-
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "GRANRAG_LOG_LEVEL": "WARNING",
-    }
-    for name in ("PATH", "HOME"):
-        if name in os.environ:
-            env[name] = os.environ[name]
-    command = Path(sys.executable).with_name("granrag-mcp")
-    return StdioServerParameters(command=str(command), args=["serve", "--store", str(store)], env=env)
 
 
 async def session(store: Path, questions: list[str], calls: int, errlog_path: Path) -> dict[str, Any]:

@@ -377,8 +377,7 @@ def main() -> None:
         help="with --keep-dir: search an index built by an earlier run instead of building it again",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--name", default="scale_store")
-    parser.add_argument("--no-save", action="store_true")
+    _common.result_arguments(parser, "scale_store")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
@@ -477,7 +476,7 @@ def main() -> None:
         },
         "rows": rows,
     }
-    _common.finish(args.name, result, save=not args.no_save)
+    _common.conclude(args, result)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
     parser.add_argument("--copies", type=int, default=2)
     parser.add_argument("--calls", type=int, default=150, help="hrr_search calls per arm (default 150)")
-    parser.add_argument("--no-save", action="store_true")
+    _common.result_arguments(parser, "token_vectors")
     args = parser.parse_args()
     _common.offline_env()
 
@@ -109,7 +109,7 @@ def main() -> None:
         "hrr_search": {name: _common.latency_summary(t) for name, t in times.items()},
         "size": token_size(stores["with token vectors"]),
     }
-    _common.finish("token_vectors", result, save=not args.no_save)
+    _common.conclude(args, result)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import anyio
 from mcp.client import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `benchmarks` and `granrag_mcp` from it
-from benchmarks._common import finish, git_revision, offline_env
+from benchmarks._common import conclude, git_revision, offline_env, result_arguments
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import Settings
 from granrag_mcp.tokens import Tokenizer
@@ -61,7 +61,7 @@ def measure(tools: list[dict[str, Any]], tokenizer: Tokenizer) -> dict[str, Any]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-save", action="store_true", help="print the figures without writing the result file")
+    result_arguments(parser, "tool_list")
     args = parser.parse_args()
     offline_env()
     logging.getLogger("granrag_mcp").setLevel(logging.CRITICAL)  # the empty store's "no index" error is expected
@@ -76,7 +76,7 @@ def main() -> None:
         "read_only": measure(read_only, tokenizer),
         "allow_write": measure(writing, tokenizer),
     }
-    finish("tool_list", data, save=not args.no_save)
+    conclude(args, data)
 
 
 if __name__ == "__main__":

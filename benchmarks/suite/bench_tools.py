@@ -407,7 +407,7 @@ def main() -> None:
     parser.add_argument("--cold-starts", type=int, default=5, help="fresh server starts (default 5)")
     parser.add_argument("--core", action="store_true", help="also time the retrieval core in-process")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-save", action="store_true")
+    _common.result_arguments(parser, "tools")
     parser.add_argument(
         "--smoke", action="store_true", help="a store of two articles, a few calls per tool, --core; nothing saved"
     )
@@ -417,7 +417,6 @@ def main() -> None:
         help="OMP_NUM_THREADS for the server (torch and FAISS threads); default: their own default",
     )
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated tools to time (default all)")
-    parser.add_argument("--name", default="tools", help="result file name (default tools -> results/tools.json)")
     parser.add_argument(
         "--thread-ab-only",
         action="store_true",
@@ -518,7 +517,7 @@ def run(args: argparse.Namespace) -> None:
     if args.core:
         result["core_in_process"] = core_latency(args.store, chosen, args.calls, args.heavy_calls, args.seed, tools)
         result["startup_breakdown"] = startup_breakdown(args.store, chosen[0], 1 if args.smoke else 3)
-    _common.finish(args.name, result, save=not args.no_save)
+    _common.conclude(args, result)
 
 
 if __name__ == "__main__":
