@@ -27,7 +27,7 @@ Data sets (all L2-normalised):
   lies in the ~100 effective dimensions real embeddings occupy, not isotropically in 384), scaled by
   REALISTIC_SPREAD = 1.1. That spread is chosen so that at 1M vectors the median cosine between a vector and its
   nearest other vector (0.61) matches the one between a SQuAD-A sentence and its nearest other sentence (0.62).
-- clustered: bench_scale.py's set, for comparison with bench_scale.py's results: one random unit centre per 100
+- clustered: the set of the raw FAISS comparison that chose HNSW (docs/decisions.md): one random unit centre per 100
   vectors, isotropic Gaussian spread 1.5 (in-cluster cosine ~0.3), queries from the same mixture.
 
     .venv/bin/python benchmarks/suite/bench_scale_store.py                       # 200k and 1M, both data sets
