@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `benchmarks` and `granrag_mcp` from it
-RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))  # the checkout: `benchmarks` and `granrag_mcp` from it
+from benchmarks import _common  # noqa: E402
+
 # label: (tool, arguments) from a pair of concept names. The query words are unlike those of the in-process part, so
 # that each is embedded in the call (the embedder caches queries).
 TOOL_CALLS: dict[str, Callable[[str, str], tuple[str, dict[str, Any]]]] = {
@@ -361,10 +362,8 @@ def main() -> None:
     scale.add_argument("--sentences", type=int, nargs="+", default=[10_000, 20_000, 40_000])
     args = parser.parse_args()
     result = {"eval": cmd_eval, "latency": cmd_latency, "scale": cmd_scale}[args.command](args)
-    result["load"] = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else None
-    if not os.environ.get("GRANRAG_BENCH_NO_SAVE"):  # set by the smoke tests
-        (RESULTS / f"graph_{args.command}.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    result["machine"] = _common.machine()
+    _common.finish(f"graph_{args.command}", result)
 
 
 if __name__ == "__main__":

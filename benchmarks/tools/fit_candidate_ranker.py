@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `benchmarks` and `granrag_mcp` from it
+from benchmarks import _common  # noqa: E402
 
 
 def main() -> int:
@@ -42,6 +41,7 @@ def main() -> int:
         help="the written ranker keeps its embedding coefficients on every store (no adapted reliance factor)",
     )
     args = parser.parse_args()
+    _common.offline_env()
 
     from granrag_mcp.evaluation.fit_ranker import Dataset, collect, cross_validate, fit_ranker
     from granrag_mcp.evaluation.qa import load_squad

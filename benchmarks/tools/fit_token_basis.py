@@ -11,13 +11,12 @@ shared direction of all token vectors is kept), best first, stored as float16.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `benchmarks` and `granrag_mcp` from it
+from benchmarks import _common  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -35,6 +34,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "granrag_mcp" / "embedding" / "minilm_token_basis.npy")
     args = parser.parse_args()
+    _common.offline_env()
 
     import numpy as np
 
