@@ -1,6 +1,9 @@
-"""Every script in benchmarks/ still fits the code it measures: each one's imports of the package resolve (those
-inside functions too), each one with a command line answers `--help`, and the scripts with a `--smoke` mode run
-end to end on a tiny input without saving anything. A reshape of the code that breaks a benchmark fails here."""
+"""Every script in benchmarks/ still fits the code it measures, and the suite's data holds together: each script is
+listed in benchmarks/targets.toml with what it measures, its imports of the package resolve (those inside functions
+too, and the shared harness's), each one with a command line answers `--help`, and each runs end to end at tiny size
+(its `tiny` arguments or its own `--smoke`) without saving anything; every figure's result file is there and holds
+the recorded value, and the tables generated from the targets file are current. A reshape of the code that breaks
+a benchmark fails here."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ HELPERS = {"__init__.py", "_common.py", "compare.py"}  # the shared harness, imp
 SCRIPTS = sorted(p for p in BENCHMARKS.rglob("*.py") if p.name not in HELPERS and "results" not in p.parts)
 SQUAD = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "squad-v1.1-dev-a.json"
 SMOKE = [s for s in SCRIPTS if '"--smoke"' in s.read_text(encoding="utf-8")]
+HARNESS = [BENCHMARKS / name for name in sorted(HELPERS - {"__init__.py"})]
 
 
 def name_of(script: Path) -> str:
@@ -40,7 +44,7 @@ def package_imports(path: Path) -> list[tuple[str, str | None]]:
     return found
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: name_of(p))
+@pytest.mark.parametrize("script", SCRIPTS + HARNESS, ids=lambda p: name_of(p))
 def test_imports_of_the_package_resolve(script: Path) -> None:
     missing = []
     for module_name, name in package_imports(script):
