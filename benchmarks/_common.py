@@ -4,6 +4,7 @@ command-line arguments the scripts share, a warm engine over a QA set, and the e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -224,3 +226,15 @@ def warm_engine(args: argparse.Namespace, reranker: str | None = None) -> tuple[
 def in_turn(arms: list[Any], n: int) -> list[Any]:
     """The arms in the order of the n-th round: reversed every other round, so that neither always goes first."""
     return arms if n % 2 == 0 else arms[::-1]
+
+
+@contextlib.contextmanager
+def smoke_store(args: argparse.Namespace) -> Iterator[None]:
+    """For a `--smoke` run of an A/B harness: `args.store` a fresh store of two SQuAD-A articles, one copy each (indexed
+    on first use), in a temporary folder removed afterwards."""
+    from benchmarks.corpora import squad_corpus
+
+    with tempfile.TemporaryDirectory(prefix="granrag-bench-smoke-") as tmp:
+        args.store, args.copies = Path(tmp) / "store", 1
+        args.squad = squad_corpus.small_copy(args.squad, Path(tmp))
+        yield

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `b
 
 from benchmarks import _common  # noqa: E402
 from benchmarks.ab import bench_stdio_ab  # noqa: E402
-from benchmarks.corpora import squad_corpus  # noqa: E402
 from benchmarks.suite import (
     bench_graph,  # noqa: E402
     bench_tools,  # noqa: E402
@@ -153,10 +151,8 @@ def main() -> None:
     args = parser.parse_args()
     _common.offline_env()
     if args.smoke:
-        with tempfile.TemporaryDirectory(prefix="granrag-bench-smoke-") as tmp:
-            args.store, args.copies, args.rounds, args.calls, args.warmup = Path(tmp) / "store", 1, 2, 2, 1
-            args.squad = squad_corpus.small_copy(args.squad, Path(tmp))
-            args.core = True
+        with _common.smoke_store(args):
+            args.rounds, args.calls, args.warmup, args.core = 2, 2, 1, True
             _common.emit(run(args))
         return
     _common.conclude(args, run(args))

@@ -25,7 +25,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -313,16 +312,8 @@ def main() -> None:
     args = parser.parse_args()
     _common.offline_env()
     if args.smoke:
-        with tempfile.TemporaryDirectory(prefix="granrag-bench-smoke-") as tmp:
-            args.store, args.copies, args.rounds, args.calls, args.warmup, args.cold_starts = (
-                Path(tmp) / "store",
-                1,
-                2,
-                2,
-                1,
-                0,
-            )
-            args.squad = squad_corpus.small_copy(args.squad, Path(tmp))
+        with _common.smoke_store(args):
+            args.rounds, args.calls, args.warmup, args.cold_starts = 2, 2, 1, 0
             _common.emit(run(args))
         return
     _common.conclude(args, run(args))
