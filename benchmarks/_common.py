@@ -1,13 +1,18 @@
-"""Shared helpers of the benchmark scripts: offline environment, machine facts, percentiles, result files."""
+"""The benchmarks' shared harness: offline environment, machine facts and load, percentiles, timers, memory, the
+command-line arguments the scripts share, a warm engine over a QA set, and the end of a run (print, then save)."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -161,3 +166,75 @@ def memory() -> dict[str, float]:
         if key in fields:
             out[fields[key]] = round(int(line.split()[1]) / 1024, 1)
     return out
+
+
+def result_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """`--name` (the result file's name in results/) and `--no-save`, as every script that saves a result takes."""
+    parser.add_argument("--name", default=name, help=f"the result file: results/NAME.json (default {name})")
+    parser.add_argument("--no-save", action="store_true", help="print the result only")
+
+
+def conclude(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """`finish` as the command line asked: saved under `--name` unless `--no-save` or `--smoke`."""
+    finish(args.name, result, save=not (args.no_save or getattr(args, "smoke", False)))
+
+
+def ab_arguments(parser: argparse.ArgumentParser) -> None:
+    """What every A/B harness over a served SQuAD-A store takes: the store (indexed on first use), how many copies of
+    each article it holds, the SQuAD file, and the other checkout."""
+    from benchmarks.corpora import squad_corpus
+
+    parser.add_argument("--store", type=Path, default=Path(tempfile.gettempdir()) / "granrag-bench-squad-a-x2")
+    parser.add_argument("--copies", type=int, default=2, help="when indexing the store: copies of each article")
+    parser.add_argument("--squad", type=Path, default=squad_corpus.DEFAULT_SQUAD)
+    parser.add_argument("--baseline", help="PYTHONPATH of the version to compare with (a checkout's root)")
+
+
+def qa_arguments(parser: argparse.ArgumentParser, questions: int | None) -> None:
+    """A QA set in SQuAD form and a store that already holds its corpus (`granrag-mcp eval --squad FILE --store DIR`
+    builds one), and how many of its questions."""
+    parser.add_argument("--squad", type=Path, required=True)
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--questions", type=int, default=questions, help="a seeded sample of this many questions")
+
+
+def warm_engine(args: argparse.Namespace, reranker: str | None = None) -> tuple[Any, Any, list[str]]:
+    """An engine on `args.store` with FAISS on one thread, as the server runs, and `args.questions` sampled questions
+    of `args.squad`, each embedded once beforehand so that the arms a script compares differ only in their own work.
+    Returns the engine, its caching embedder and the questions."""
+    import faiss
+
+    from granrag_mcp.embedding.factory import make_embedder
+    from granrag_mcp.engine import Engine
+    from granrag_mcp.evaluation.qa import load_squad, sample_questions
+    from granrag_mcp.evaluation.strategies import CachedEmbedder
+    from granrag_mcp.rerankers import load_reranker
+    from granrag_mcp.settings import Settings
+
+    offline_env()
+    faiss.omp_set_num_threads(1)
+    settings = Settings(store=args.store)
+    embedder = CachedEmbedder(make_embedder(settings))
+    extra = {"reranker": load_reranker(reranker, embedder)} if reranker else {}
+    engine = Engine(settings, embedder=embedder, **extra)
+    sampled = sample_questions(load_squad(args.squad).questions, args.questions, 0)
+    questions = [q.question.strip() for q in sampled]
+    embedder.embed(questions)
+    return engine, embedder, questions
+
+
+def in_turn(arms: list[Any], n: int) -> list[Any]:
+    """The arms in the order of the n-th round: reversed every other round, so that neither always goes first."""
+    return arms if n % 2 == 0 else arms[::-1]
+
+
+@contextlib.contextmanager
+def smoke_store(args: argparse.Namespace) -> Iterator[None]:
+    """For a `--smoke` run of an A/B harness: `args.store` a fresh store of two SQuAD-A articles, one copy each (indexed
+    on first use), in a temporary folder removed afterwards."""
+    from benchmarks.corpora import squad_corpus
+
+    with tempfile.TemporaryDirectory(prefix="granrag-bench-smoke-") as tmp:
+        args.store, args.copies = Path(tmp) / "store", 1
+        args.squad = squad_corpus.small_copy(args.squad, Path(tmp))
+        yield

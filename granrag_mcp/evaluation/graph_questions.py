@@ -15,7 +15,6 @@ search_fused and search_broad. Every method's returned texts are packed into the
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable
@@ -228,41 +227,3 @@ def graph_table(result: dict) -> str:
             for name, row in independent["bridge"].items()
         ]
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from granrag_mcp.engine import Engine
-    from granrag_mcp.settings import Settings
-
-    parser = argparse.ArgumentParser(description="Bridge and overview questions: concept graph vs flat search.")
-    parser.add_argument("--store", type=Path, required=True)
-    parser.add_argument("--questions", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--squad", type=Path, help="also bridge questions from this SQuAD file's answer names")
-    args = parser.parse_args(argv)
-    settings = Settings(store=args.store)
-    engine = Engine(settings, load_reranker_now=False)
-    result = evaluate(engine.view(), engine.tokenizer, args.questions, args.seed)
-    if args.squad:
-        from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
-        from granrag_mcp.evaluation.qa import load_squad
-        from granrag_mcp.server.app import build_server
-
-        answers = [q.answer or "" for q in load_squad(args.squad).questions]
-        questions, coverage = independent_bridges(engine.view(), answers, args.questions, args.seed)
-        bridge = run_bridges(build_server(settings, lambda _: engine), questions, engine.tokenizer)
-        result["independent"] = {"questions": len(questions), "coverage": coverage, "bridge": bridge}
-        print(graph_table(result))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

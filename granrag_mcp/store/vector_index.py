@@ -4,7 +4,7 @@ The kind of index follows the level's size:
 
 - below `ANN_THRESHOLD` vectors, an exact `IndexFlatIP`;
 - from `ANN_THRESHOLD` on, an HNSW graph (approximate; its recall against exact search is measured by
-  `benchmarks/bench_scale_store.py`) whose vectors are stored as float16 (`IndexHNSWSQ` with `QT_fp16`): half the
+  `benchmarks/suite/bench_scale_store.py`) whose vectors are stored as float16 (`IndexHNSWSQ` with `QT_fp16`): half the
   bytes of float32, which a graph search touches all over the file, for a recall within the noise of building
   the graph (benchmarks/results/scale_server.md). Its search breadth `efSearch` is set on every search, never
   taken from the file.

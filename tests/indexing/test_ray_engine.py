@@ -8,9 +8,9 @@ from importlib.util import find_spec
 
 import pytest
 
+from benchmarks.compare import compare_stores
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.settings import Settings
-from granrag_mcp.store.compare import compare_stores
 from tests.helpers import write_corpus
 
 RAY_INSTALL = "pip install 'granrag-mcp[ray]'"

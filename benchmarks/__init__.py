@@ -1,0 +1,1 @@
+"""Benchmarks of granrag-mcp, kept apart from the package: see README.md in this folder."""
