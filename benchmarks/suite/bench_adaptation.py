@@ -30,7 +30,7 @@ def main() -> int:
 
     from granrag_mcp.retrieval.hrr import hrr_search
     from granrag_mcp.retrieval.level_search import search_level
-    from granrag_mcp.retrieval.ranking.adapt import adapt
+    from granrag_mcp.indexing.adapt import adapt
     from granrag_mcp.retrieval.rrf import search_rrf
     from granrag_mcp.retrieval.view import View
 

@@ -122,7 +122,7 @@ def fit_boosted(data, rows, features):
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     from granrag_mcp.retrieval.ranking.features import KNOWN_FEATURES
-    from granrag_mcp.retrieval.ranking.rank import RANKED_HEAD
+    from granrag_mcp.retrieval.candidate_ranking import RANKED_HEAD
 
     keep = rows & (data.position < RANKED_HEAD)
     x = data.features[keep][:, [KNOWN_FEATURES.index(f) for f in features]]
