@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import re
+from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -107,20 +108,27 @@ class _HiddenElement:
     def __init__(self, tag: str) -> None:
         self.tag = tag
         self._inside: list[str] = []
+        # How many of each tag are open inside: an end tag asks "is one open?" of a count, not of a scan of the
+        # stack, which 300,000 unclosed tags make quadratic.
+        self._open: Counter[str] = Counter()
 
     def ended_by_start(self, tag: str) -> bool:
         scope = _IMPLIED_END_SCOPE.get(self.tag, set())
-        if tag in _IMPLIED_END.get(self.tag, ()) and not scope.intersection(self._inside):
+        if tag in _IMPLIED_END.get(self.tag, ()) and not any(self._open[name] for name in scope):
             return True
         if tag not in _VOID_ELEMENTS:
             self._inside.append(tag)
+            self._open[tag] += 1
         return False
 
     def ended_by_end(self, tag: str) -> tuple[bool, bool]:
         """(whether the element ended, whether the end tag is an enclosing block's, still to be handled)."""
-        if tag in self._inside:
-            del self._inside[len(self._inside) - 1 - self._inside[::-1].index(tag) :]
-            return False, False
+        if self._open[tag]:
+            while True:  # pops what it closes: each open tag is popped once, so the whole is linear
+                closed = self._inside.pop()
+                self._open[closed] -= 1
+                if closed == tag:
+                    return False, False
         if tag == self.tag:
             return True, False
         if tag in _BLOCK_CONTAINERS or tag in ("body", "html"):
