@@ -36,7 +36,9 @@ def extract_text(source: SourceFile, limits: LimitSettings | None = None) -> Ext
         raise
     except MemoryError as error:  # a parser that wants more than the worker may have: the file, not the run
         raise ExtractionError(
-            source.path, "needs more memory than GRANRAG_EXTRACT_MEMORY_BYTES allows; raise it to index this file"
+            source.path,
+            f"its extraction needed more memory than GRANRAG_EXTRACT_MEMORY_BYTES ({limits.extract_memory_bytes:,}) "
+            "allows; raise it to index this file",
         ) from error
     except Exception as error:  # a library choking on one file is a warning about it, never an aborted run
         raise ExtractionError(source.path, f"unreadable ({type(error).__name__}: {error})") from error
