@@ -79,6 +79,18 @@ class _Worker:
 
 
 @dataclass
+class _Waiting:
+    """The caller's `waiting`, bound to the document waited for."""
+
+    waiting: Callable[[int], None] | None
+    number: int
+
+    def __call__(self) -> None:
+        if self.waiting is not None:
+            self.waiting(self.number)
+
+
+@dataclass
 class _Job:
     source: SourceFile
     worker: _Worker
@@ -133,8 +145,8 @@ class ExtractionPool:
                 following = next(ahead, None)
                 if following is None:
                     break
-                pending.append(self._send(following[1], lambda n=following[0]: waiting(n) if waiting else None))
-            yield self._receive(pending.popleft(), lambda n=number: waiting(n) if waiting else None)
+                pending.append(self._send(following[1], _Waiting(waiting, following[0])))
+            yield self._receive(pending.popleft(), _Waiting(waiting, number))
 
     # -- one document --
 

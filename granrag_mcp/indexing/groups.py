@@ -9,7 +9,7 @@ documents; a larger document is a group alone (`GRANRAG_MAX_SENTENCES` bounds it
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from granrag_mcp.errors import ExtractionError
@@ -93,13 +93,13 @@ class GroupReader:
                         outcomes = self.parallel.run(piece, self.progress)
                     read: Iterator[ExtractedText | ExtractionError] | None = None
                 else:  # read in the pool's workers, a few ahead of the chunking here
-                    done = number
-                    read = pool.extract(
-                        [source for source, _ in piece],
-                        lambda n, done=done: self.progress.update(EXTRACTING, done + n, len(changed)),
-                    )
+                    read = pool.extract([source for source, _ in piece], self._waiting(number, len(changed)))
                 yield from self._read(piece, outcomes, read, known, len(changed), number)
                 number += len(piece)
+
+    def _waiting(self, before: int, total: int) -> Callable[[int], None]:
+        """Progress while a worker reads the n-th document of a slice (from 0): a cancelled run stops there."""
+        return lambda n: self.progress.update(EXTRACTING, before + n + 1, total)
 
     def _read(
         self,
