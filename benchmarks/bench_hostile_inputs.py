@@ -15,7 +15,7 @@ the hostile documents at full size: zip bombs (a DOCX or PPTX image part, an XLS
 unpack to 1.5 GiB), a 480 MiB EPUB chapter, 3 million empty DOCX paragraphs, a sheet declaring A1:XFD1048576, a
 24 MB generated Python module and 5 MB of `x=[1,1,...]`, `<a b='` 60,000 times, a hidden list of 300,000 unclosed
 items, a PDF bookmark of 150,000 words over a page of 360,000, and a sheet whose every row is 16,384 cells wide
-(stopped by the worker's time limit). `worker_peak_rss_mib` is the largest extraction worker's own peak.
+(stopped by the worker's time limit). `worker_peak_rss_mib` is the most an extraction worker held when the watch looked (every 0.2 s).
 Prints one JSON object and writes benchmarks/results/hostile_inputs.json (the cases run replace their figures).
 """
 
@@ -338,7 +338,7 @@ def run_watched(args: list[str], env: dict[str, str], kill_bytes: int, limit_s: 
     """Run the CLI through `cli`; its own peak RSS (VmHWM), and whether the watch had to kill it."""
     hwm_file = Path(args[3])
     hwm_file.unlink(missing_ok=True)
-    peak_kb = 0
+    peak_kb = worker_peak_kb = 0
     began = time.monotonic()
     process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = ""
@@ -346,7 +346,9 @@ def run_watched(args: list[str], env: dict[str, str], kill_bytes: int, limit_s: 
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
         if pid:
             break
-        rss_kb = sum(_rss_kb(pid) for pid in [process.pid, *_children(process.pid)])
+        workers_kb = [_rss_kb(pid) for pid in _children(process.pid)]
+        worker_peak_kb = max([worker_peak_kb, *workers_kb])
+        rss_kb = _rss_kb(process.pid) + sum(workers_kb)
         peak_kb = max(peak_kb, rss_kb)
         if not killed and (rss_kb * 1024 > kill_bytes or time.monotonic() - began > limit_s):
             killed = "memory" if rss_kb * 1024 > kill_bytes else "time"
@@ -360,8 +362,10 @@ def run_watched(args: list[str], env: dict[str, str], kill_bytes: int, limit_s: 
         "seconds": round(time.monotonic() - began, 1),
         # A killed child writes nothing: the highest VmRSS the watch saw stands in for its peak.
         "peak_rss_mib": float(hwm_file.read_text().split()[0]) if hwm_file.exists() else round(peak_kb / 1024, 1),
-        # The largest extraction worker's own peak (its children's ru_maxrss, taken once they are reaped).
-        "worker_peak_rss_mib": float(hwm_file.read_text().split()[1]) if hwm_file.exists() else None,
+        # The extraction workers: the most resident memory the watch saw one hold, and their ru_maxrss (an upper
+        # bound: on Linux a spawned child's count starts from its parent's size at the fork before its exec).
+        "worker_peak_rss_mib": round(worker_peak_kb / 1024, 1),
+        "children_ru_maxrss_mib": float(hwm_file.read_text().split()[1]) if hwm_file.exists() else None,
         "ru_maxrss_mib": round(usage.ru_maxrss / 1024, 1),
         "stdout": stdout,
         "warnings": [line for line in stderr.splitlines() if "WARNING" in line or "error" in line][:5],
