@@ -22,11 +22,13 @@ Prints one JSON object and writes benchmarks/results/hostile_inputs.json (the ca
 from __future__ import annotations
 
 import argparse
+import html
 import io
 import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -390,12 +392,78 @@ def servable(command: str, env: dict[str, str], store: Path) -> dict[str, Any]:
     }
 
 
+def throughput(rounds: int) -> dict[str, Any]:
+    """Small documents (the SQuAD-A articles as .txt and as .html) extracted three ways over the same files, rounds
+    alternating: `extract_text` in this process (as before the workers), and through the extraction pool with one
+    and two workers (the workers' start counted)."""
+    import squad_corpus
+
+    from granrag_mcp.errors import ExtractionError
+    from granrag_mcp.indexing.discovery import discover
+    from granrag_mcp.indexing.extract import extract_text
+    from granrag_mcp.indexing.extract_pool import ExtractionPool
+    from granrag_mcp.settings import LimitSettings
+
+    documents, _ = squad_corpus.load()
+    with tempfile.TemporaryDirectory(prefix="granrag-throughput-") as temp:
+        folder = Path(temp)
+        for number, text in enumerate(documents.values()):
+            (folder / f"doc{number:04d}.txt").write_text(text, encoding="utf-8")
+            paragraphs = "".join(f"<p>{html.escape(p)}</p>\n" for p in text.split("\n\n"))
+            (folder / f"doc{number:04d}.html").write_text(f"<html><body>{paragraphs}</body></html>", encoding="utf-8")
+        sources = discover([folder]).files
+
+        def in_process() -> int:
+            total = 0
+            for source in sources:
+                try:
+                    total += len(extract_text(source).text)
+                except ExtractionError:
+                    pass
+            return total
+
+        def pooled(workers: int) -> int:
+            with ExtractionPool(LimitSettings(extract_workers=workers)) as pool:
+                return sum(len(r.text) for r in pool.extract(sources) if not isinstance(r, ExtractionError))
+
+        ways = {"in_process": in_process, "pool_1_worker": lambda: pooled(1), "pool_2_workers": lambda: pooled(2)}
+        seconds: dict[str, list[float]] = {name: [] for name in ways}
+        characters: dict[str, int] = {}
+        load = _common.load_average()
+        for _ in range(rounds):
+            for name, way in ways.items():
+                began = time.perf_counter()
+                characters[name] = way()
+                seconds[name].append(time.perf_counter() - began)
+    return {
+        "files": len(sources),
+        "load_before_after": [load, _common.load_average()],
+        "ways": {
+            name: {
+                "median_s": round(statistics.median(times), 3),
+                "files_per_s": round(len(sources) / statistics.median(times), 1),
+                "characters": characters[name],
+            }
+            for name, times in seconds.items()
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", choices=[*sorted(CASES), "documents"], default=list(CASES)[:4])
     parser.add_argument("--kill-gib", type=float, default=6.0)
     parser.add_argument("--limit-s", type=float, default=1800.0)
+    parser.add_argument(
+        "--throughput", type=int, metavar="ROUNDS", help="only: small documents in this process against the pool"
+    )
     args = parser.parse_args()
+    if args.throughput:
+        _common.offline_env()
+        result = {"machine": _common.machine(), "throughput": throughput(args.throughput)}
+        _common.save_result("extract_pool_throughput", result)
+        _common.emit(result)
+        return
     args.cases = [case for name in args.cases for case in (DOCUMENT_CASES if name == "documents" else [name])]
     _common.offline_env()
     command = shutil.which("granrag-mcp", path=str(Path(sys.executable).parent)) or "granrag-mcp"

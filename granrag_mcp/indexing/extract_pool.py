@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -50,11 +51,18 @@ def _limit_memory(memory_bytes: int) -> None:
 def _work(connection: Connection, memory_bytes: int) -> None:
     """A worker's loop: (source, limits) in, ("ok", ExtractedText) or ("error", reason) out, until None."""
     os.dup2(2, 1)  # nothing a library prints may reach the stdout of a server that speaks MCP over stdio
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it ends its workers
     _limit_memory(memory_bytes)
     from granrag_mcp.indexing.extract import extract_text  # imported under the limit: the readers count too
 
     connection.send(("ready", None))
-    while (job := connection.recv()) is not None:
+    while True:
+        try:
+            job = connection.recv()
+        except (EOFError, OSError):  # the run's process is gone (killed): so is the reason to read
+            return
+        if job is None:
+            return
         source, limits = job
         try:
             connection.send(("ok", extract_text(source, limits)))
