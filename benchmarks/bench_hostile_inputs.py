@@ -392,10 +392,15 @@ def servable(command: str, env: dict[str, str], store: Path) -> dict[str, Any]:
     }
 
 
+COPIES = 10
+"""Copies of each article the throughput run writes (as .txt and as .html): enough files that the start of a worker
+is a share, not the whole."""
+
+
 def throughput(rounds: int) -> dict[str, Any]:
     """Small documents (the SQuAD-A articles as .txt and as .html) extracted three ways over the same files, rounds
     alternating: `extract_text` in this process (as before the workers), and through the extraction pool with one
-    and two workers (the workers' start counted)."""
+    and two workers (the workers' start counted), and through one pool started before the rounds."""
     import squad_corpus
 
     from granrag_mcp.errors import ExtractionError
@@ -407,10 +412,12 @@ def throughput(rounds: int) -> dict[str, Any]:
     documents, _ = squad_corpus.load()
     with tempfile.TemporaryDirectory(prefix="granrag-throughput-") as temp:
         folder = Path(temp)
-        for number, text in enumerate(documents.values()):
-            (folder / f"doc{number:04d}.txt").write_text(text, encoding="utf-8")
-            paragraphs = "".join(f"<p>{html.escape(p)}</p>\n" for p in text.split("\n\n"))
-            (folder / f"doc{number:04d}.html").write_text(f"<html><body>{paragraphs}</body></html>", encoding="utf-8")
+        for copy in range(COPIES):
+            for number, text in enumerate(documents.values()):
+                (folder / f"doc{copy}-{number:04d}.txt").write_text(text, encoding="utf-8")
+                paragraphs = "".join(f"<p>{html.escape(p)}</p>\n" for p in text.split("\n\n"))
+                page = f"<html><body>{paragraphs}</body></html>"
+                (folder / f"doc{copy}-{number:04d}.html").write_text(page, encoding="utf-8")
         sources = discover([folder]).files
 
         def in_process() -> int:
@@ -426,7 +433,17 @@ def throughput(rounds: int) -> dict[str, Any]:
             with ExtractionPool(LimitSettings(extract_workers=workers)) as pool:
                 return sum(len(r.text) for r in pool.extract(sources) if not isinstance(r, ExtractionError))
 
-        ways = {"in_process": in_process, "pool_1_worker": lambda: pooled(1), "pool_2_workers": lambda: pooled(2)}
+        warm = ExtractionPool(LimitSettings())  # started once: what each document costs past the start
+
+        def reused() -> int:
+            return sum(len(r.text) for r in warm.extract(sources) if not isinstance(r, ExtractionError))
+
+        ways = {
+            "in_process": in_process,
+            "pool_1_worker": lambda: pooled(1),
+            "pool_2_workers": lambda: pooled(2),
+            "pool_1_worker_started": reused,
+        }
         seconds: dict[str, list[float]] = {name: [] for name in ways}
         characters: dict[str, int] = {}
         load = _common.load_average()
@@ -435,6 +452,7 @@ def throughput(rounds: int) -> dict[str, Any]:
                 began = time.perf_counter()
                 characters[name] = way()
                 seconds[name].append(time.perf_counter() - began)
+        warm.close()
     return {
         "files": len(sources),
         "load_before_after": [load, _common.load_average()],
@@ -449,11 +467,56 @@ def throughput(rounds: int) -> dict[str, Any]:
     }
 
 
+# Extracts every supported file of a folder in this one process, as a worker does, and prints per file its seconds
+# and outcome, then the process's own peak (VmHWM, MiB).
+EXTRACT_CHILD = (
+    "import json, sys, time\n"
+    f"sys.path.insert(0, {str(_common.BENCH_DIR)!r})\n"
+    "from pathlib import Path\n"
+    "from _common import memory\n"
+    "from granrag_mcp.errors import ExtractionError\n"
+    "from granrag_mcp.indexing.discovery import discover\n"
+    "from granrag_mcp.indexing.extract import extract_text\n"
+    "from granrag_mcp.settings import Settings\n"
+    "files = []\n"
+    "for source in discover([Path(sys.argv[1])]).files:\n"
+    "    began = time.perf_counter()\n"
+    "    try:\n"
+    "        outcome = f'{len(extract_text(source, Settings().limits).text):,} characters'\n"
+    "    except ExtractionError as error:\n"
+    "        outcome = error.reason\n"
+    "    files.append({'file': source.doc_id, 'seconds': round(time.perf_counter() - began, 2), 'outcome': outcome})\n"
+    "print(json.dumps({'files': files, 'peak_rss_mib': memory()['peak_mib']}))\n"
+)
+
+
+def extract_only(folder: Path, env: dict[str, str], limit_s: float) -> dict[str, Any]:
+    """The reading alone, in a process of its own: what a worker holds and takes for each file of a case."""
+    began = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", EXTRACT_CHILD, str(folder)], env=env, capture_output=True, text=True, timeout=limit_s
+        )
+    except subprocess.TimeoutExpired:
+        return {"killed_at_s": limit_s}
+    result = (
+        json.loads(done.stdout)
+        if done.returncode == 0
+        else {"exit_code": done.returncode, "stderr": done.stderr[-300:]}
+    )
+    return {**result, "seconds": round(time.monotonic() - began, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", choices=[*sorted(CASES), "documents"], default=list(CASES)[:4])
     parser.add_argument("--kill-gib", type=float, default=6.0)
     parser.add_argument("--limit-s", type=float, default=1800.0)
+    parser.add_argument(
+        "--extract-only",
+        action="store_true",
+        help="each case's files extracted in a process of their own (the worker's share), not indexed",
+    )
     parser.add_argument(
         "--throughput", type=int, metavar="ROUNDS", help="only: small documents in this process against the pool"
     )
@@ -475,12 +538,21 @@ def main() -> None:
         base.mkdir()
         (base / "keeper.md").write_text(BASE_TEXT, encoding="utf-8")
         hwm = root / "child-vmhwm"
-        first = run_watched(cli(hwm, "index", str(base), "--store", str(store), "--quiet"), env, 1 << 40, 600)
-        results["base"] = {"exit_code": first["exit_code"], "peak_rss_mib": first["peak_rss_mib"]}
+        if not args.extract_only:
+            first = run_watched(cli(hwm, "index", str(base), "--store", str(store), "--quiet"), env, 1 << 40, 600)
+            results["base"] = {"exit_code": first["exit_code"], "peak_rss_mib": first["peak_rss_mib"]}
         for name in args.cases:
             source = CASES[name](root / name)
             size = _common.dir_size(source)
             load_before = _common.load_average()
+            if args.extract_only:
+                run = extract_only(source, {**env, **CASE_ENV.get(name, {})}, args.limit_s)
+                run["input_mib"] = round(size / 1024**2, 1)
+                run["load_before_after"] = [load_before, _common.load_average()]
+                results["cases"][name] = run
+                shutil.rmtree(source)
+                _common.emit({name: run})
+                continue
             run = run_watched(
                 cli(hwm, "index", str(source), "--store", str(store), "--quiet"),
                 {**env, **CASE_ENV.get(name, {})},
@@ -493,11 +565,12 @@ def main() -> None:
             results["cases"][name] = run
             shutil.rmtree(source)
             _common.emit({name: run})
-    previous = _common.RESULTS / "hostile_inputs.json"
+    name = "hostile_extract" if args.extract_only else "hostile_inputs"
+    previous = _common.RESULTS / f"{name}.json"
     if previous.exists():  # a run of some cases keeps the figures of the others
         kept = json.loads(previous.read_text(encoding="utf-8")).get("cases", {})
         results["cases"] = {**kept, **results["cases"]}
-    _common.save_result("hostile_inputs", results)
+    _common.save_result(name, results)
     _common.emit(results)
 
 
