@@ -16,6 +16,9 @@ from granrag_mcp.settings import LimitSettings
 
 __all__ = ["ExtractedText", "extract_text"]
 
+MAX_TITLE_CHARS = 300
+"""A heading's title as an outline keeps it: a bookmark or heading of thousands of words is cut, with an ellipsis."""
+
 
 def extract_text(source: SourceFile, limits: LimitSettings | None = None) -> ExtractedText:
     """The document's text, or ExtractionError when it must be skipped.
@@ -44,5 +47,11 @@ def extract_text(source: SourceFile, limits: LimitSettings | None = None) -> Ext
         raise ExtractionError(source.path, f"unreadable ({type(error).__name__}: {error})") from error
     if not extracted.text.strip():
         raise ExtractionError(source.path, "no text")
-    sections = extracted.sections[: limits.max_sections]  # the rest stay text: an outline is a table, not a copy
+    # The rest stay text: an outline is a table of the document, not a copy of it.
+    sections = tuple(
+        dataclasses.replace(section, title=section.title[:MAX_TITLE_CHARS].rstrip() + "…")
+        if len(section.title) > MAX_TITLE_CHARS
+        else section
+        for section in extracted.sections[: limits.max_sections]
+    )
     return dataclasses.replace(extracted, content_hash=hashlib.sha256(data).hexdigest(), sections=sections)

@@ -265,3 +265,11 @@ def test_a_cancelled_run_kills_the_worker_that_is_still_reading(tmp_path: Path) 
     with pytest.raises(Cancelled):
         fake_index([docs], settings, FakeEmbedder(), progress=StopWhileReading())
     assert not multiprocessing.active_children()
+
+
+def test_an_outline_keeps_its_first_headings_and_cuts_long_titles(tmp_path: Path) -> None:
+    markdown = "".join(f"# Heading {n}\n\nText {n}.\n\n" for n in range(50)) + "# " + "long " * 400 + "\n\nEnd.\n"
+    extracted = extract_file(tmp_path, "many.md", markdown.encode(), LimitSettings(max_sections=20))
+    assert [s.title for s in extracted.sections] == [f"Heading {n}" for n in range(20)]
+    [last] = extract_file(tmp_path, "many.md", markdown.encode()).sections[-1:]
+    assert len(last.title) == 300 and last.title.endswith("…")
