@@ -14,6 +14,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +36,7 @@ START_TIMEOUT = 120.0
 """Seconds a new worker may take to import the readers before its first document: not a document's time."""
 STOP_WAIT = 2.0
 """Seconds a worker asked to stop at the end of a run gets before it is killed."""
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 _CONTEXT = multiprocessing.get_context("spawn")  # a fork of a server with threads could inherit a held lock
 
 
@@ -48,8 +50,24 @@ def _limit_memory(memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _work(connection: Connection, memory_bytes: int) -> None:
+def _die_with(parent: int) -> None:
+    """On Linux, have the kernel kill this worker when the run's process dies, even mid-document (a SIGKILLed run
+    cannot end its workers itself)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl: the worker still ends when its pipe closes
+        return
+    if os.getppid() != parent:  # the run died before the request was made
+        os._exit(0)
+
+
+def _work(connection: Connection, memory_bytes: int, parent: int) -> None:
     """A worker's loop: (source, limits) in, ("ok", ExtractedText) or ("error", reason) out, until None."""
+    _die_with(parent)
     os.dup2(2, 1)  # nothing a library prints may reach the stdout of a server that speaks MCP over stdio
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it ends its workers
     _limit_memory(memory_bytes)
@@ -213,7 +231,10 @@ class ExtractionPool:
     def _start(self) -> _Worker:
         ours, theirs = _CONTEXT.Pipe()
         process = _CONTEXT.Process(
-            target=_work, args=(theirs, self.limits.extract_memory_bytes), name="granrag-extract", daemon=True
+            target=_work,
+            args=(theirs, self.limits.extract_memory_bytes, os.getpid()),
+            name="granrag-extract",
+            daemon=True,
         )
         process.start()
         theirs.close()

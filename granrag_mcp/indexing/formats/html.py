@@ -102,7 +102,7 @@ def _style_hides(style: str) -> bool:
 class _HiddenElement:
     """An element hidden by its attributes, followed through the tags inside it until it ends.
 
-    html.parser does not build a tree, so its end is found the way a browser would for tidy markup: its own end
+    The events build no tree, so its end is found the way a browser would for tidy markup: its own end
     tag, the end tag of a block that contains it, or a start tag that implies its end (a new <p> or <li>).
     """
 
