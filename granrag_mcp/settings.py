@@ -286,7 +286,8 @@ class LimitSettings(BaseModel):
         64 * 1024 * 1024,
         ge=0,
         description="Bytes one part of a zipped document (DOCX, XLSX, PPTX, EPUB) may unpack to; a larger one skips "
-        "the file, judged from the zip's directory before parsing and counted again while unpacking (0: no limit).",
+        "the file, judged from the zip's directory before parsing and counted again while unpacking; a spreadsheet's "
+        "sheets, read row by row, are held only to the compression ratio (0: no limit).",
     )
     max_archive_bytes: int = Field(
         256 * 1024 * 1024,

@@ -273,3 +273,17 @@ def test_an_outline_keeps_its_first_headings_and_cuts_long_titles(tmp_path: Path
     assert [s.title for s in extracted.sections] == [f"Heading {n}" for n in range(20)]
     [last] = extract_file(tmp_path, "many.md", markdown.encode()).sections[-1:]
     assert len(last.title) == 300 and last.title.endswith("…")
+
+
+def test_a_sheet_larger_than_the_part_cap_is_read_row_by_row_not_skipped(tmp_path: Path) -> None:
+    """A large table is not a bomb: openpyxl streams a sheet, so only its compression ratio is held to a limit."""
+    workbook = openpyxl.Workbook()
+    for n in range(30_000):
+        workbook.active.append([f"crane {n * 7919 % 100003}", n])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    with zipfile.ZipFile(buffer) as archive:
+        assert archive.getinfo("xl/worksheets/sheet1.xml").file_size > 1024 * 1024
+    limits = LimitSettings(max_archive_member_bytes=1024 * 1024, max_archive_bytes=1024 * 1024)
+    extracted = extract_file(tmp_path, "table.xlsx", buffer.getvalue(), limits)
+    assert extracted.text.endswith("(19999 more rows not indexed)")

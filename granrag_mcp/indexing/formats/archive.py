@@ -32,9 +32,13 @@ def is_xml(name: str) -> bool:
     return name.lower().endswith(_XML_SUFFIXES)
 
 
-def check_archive(path: Path, data: bytes, counted: Callable[[str], bool] = is_xml) -> None:
+def check_archive(
+    path: Path, data: bytes, counted: Callable[[str], bool] = is_xml, streamed: Callable[[str], bool] = lambda _: False
+) -> None:
     """ExtractionError naming the limit when the zip in `data` is past one; the parts `counted` selects are
-    streamed for their element count and depth. A file that is not a zip is left to its reader to report."""
+    streamed for their element count and depth. Parts its reader streams (`streamed`: a spreadsheet's sheets, read
+    row by row) are held to the compression ratio only: their size is a table's, bounded by the file's and the
+    worker's time. A file that is not a zip is left to its reader to report."""
     limits = active()
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -44,8 +48,9 @@ def check_archive(path: Path, data: bytes, counted: Callable[[str], bool] = is_x
         members = [info for info in archive.infolist() if not info.is_dir()]
         total = 0
         for info in members:
-            _check_member(path, info)
-            total += info.file_size
+            whole = not streamed(info.filename)
+            _check_member(path, info, whole)
+            total += info.file_size if whole else 0
         if limits.max_archive_bytes and total > limits.max_archive_bytes:
             what = f"its parts unpack to {total:,} bytes"
             raise over_limit(path, what, "max_archive_bytes", limits.max_archive_bytes)
@@ -55,10 +60,11 @@ def check_archive(path: Path, data: bytes, counted: Callable[[str], bool] = is_x
                 _scan_xml(path, archive, info, nodes)
 
 
-def _check_member(path: Path, info: zipfile.ZipInfo) -> None:
+def _check_member(path: Path, info: zipfile.ZipInfo, whole: bool) -> None:
+    """One part's size (when its reader holds it `whole`) and compression ratio, from the directory."""
     limits = active()
     size, packed = info.file_size, max(info.compress_size, 1)
-    if limits.max_archive_member_bytes and size > limits.max_archive_member_bytes:
+    if whole and limits.max_archive_member_bytes and size > limits.max_archive_member_bytes:
         raise over_limit(
             path,
             f"its part {info.filename} unpacks to {size:,} bytes",

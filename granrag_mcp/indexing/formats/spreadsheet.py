@@ -12,9 +12,11 @@ from granrag_mcp.indexing.formats.base import ExtractedText
 from granrag_mcp.indexing.formats.builder import TextBuilder
 from granrag_mcp.indexing.formats.rows import row_lines
 
-STREAMED_PARTS = ("xl/worksheets/", "xl/sharedStrings.xml")
-"""Parts openpyxl reads row by row or string by string in read-only mode: bounded by their size, not counted as a
-tree (a million-row sheet is a table to read, not a bomb)."""
+SHEET_PARTS = ("xl/worksheets/",)
+"""Parts openpyxl reads row by row in read-only mode: a million-row sheet is a table to read, not a bomb, so they
+are held to the compression ratio, not to the part size nor counted as a tree."""
+STREAMED_PARTS = (*SHEET_PARTS, "xl/sharedStrings.xml")
+"""Parts not counted as a tree: the sheets, and the shared strings (a flat list, bounded by the part size)."""
 
 
 def tree_parsed(name: str) -> bool:
@@ -25,7 +27,7 @@ def tree_parsed(name: str) -> bool:
 def extract(path: Path, data: bytes) -> ExtractedText:
     import openpyxl  # only a run that reads a spreadsheet pays for importing it
 
-    check_archive(path, data, tree_parsed)
+    check_archive(path, data, tree_parsed, lambda name: name.startswith(SHEET_PARTS))
     builder = TextBuilder()
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
