@@ -287,3 +287,18 @@ def test_a_sheet_larger_than_the_part_cap_is_read_row_by_row_not_skipped(tmp_pat
     limits = LimitSettings(max_archive_member_bytes=1024 * 1024, max_archive_bytes=1024 * 1024)
     extracted = extract_file(tmp_path, "table.xlsx", buffer.getvalue(), limits)
     assert extracted.text.endswith("(19999 more rows not indexed)")
+
+
+def test_a_python_file_over_the_parse_cap_is_outlined_by_its_lines_without_a_syntax_tree(tmp_path: Path) -> None:
+    """`ast.parse` took 2.4 GB on 5 MB of `x=[1,1,...]`: past the cap, definitions come from their lines."""
+    source = (
+        "class Crane:\n    def lift(self):\n        return 1\n\n\nasync def tide():\n    pass\n\nx = ["
+        + "1," * 400
+        + "1]\n"
+    )
+    over = extract_file(tmp_path, "gen.py", source.encode(), LimitSettings(max_python_parse_bytes=100))
+    parsed = extract_file(tmp_path, "gen.py", source.encode())
+    assert [(s.start, s.level, s.title) for s in over.sections] == [
+        (s.start, s.level, s.title) for s in parsed.sections
+    ]
+    assert [s.title for s in over.sections] == ["class Crane", "def lift", "async def tide"]
