@@ -181,7 +181,14 @@ class ExtractionPool:
         self._busy.append(worker)
         if not worker.ready:
             self._await_ready(worker, waiting)
-        worker.connection.send((source, self.limits))
+        try:
+            worker.connection.send((source, self.limits))
+        except OSError:  # an idle worker that something else ended: one fresh start, then the error stands
+            self._retire(worker)
+            worker = self._start()
+            self._busy.append(worker)
+            self._await_ready(worker, waiting)
+            worker.connection.send((source, self.limits))
         return _Job(source, worker, time.monotonic())
 
     def _receive(self, job: _Job, waiting: Callable[[], None]) -> ExtractedText | ExtractionError:
