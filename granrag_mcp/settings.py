@@ -282,6 +282,59 @@ class LimitSettings(BaseModel):
         False,
         description="serve --allow-write: accept an allowed root that covers the whole disk or a home folder entire.",
     )
+    max_archive_member_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=0,
+        description="Bytes one part of a zipped document (DOCX, XLSX, PPTX, EPUB) may unpack to; a larger one skips "
+        "the file, judged from the zip's directory before parsing and counted again while unpacking; a spreadsheet's "
+        "sheets, read row by row, are held only to the compression ratio (0: no limit).",
+    )
+    max_archive_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=0,
+        description="Bytes all the parts of a zipped document may unpack to together (0: no limit).",
+    )
+    max_compression_ratio: int = Field(
+        200,
+        ge=0,
+        description="Most unpacked bytes per packed byte of a zipped document's part over 1 MiB: past it the part is "
+        "a zip bomb and the file is skipped (0: no limit).",
+    )
+    max_xml_nodes: int = Field(
+        1_000_000,
+        ge=0,
+        description="XML elements a zipped document's parts may hold (the parts a reader builds a tree of; a "
+        "spreadsheet's sheets are streamed and not counted): more skips the file (0: no limit).",
+    )
+    max_xml_depth: int = Field(
+        256, ge=1, le=100_000, description="Deepest nesting of XML elements in a zipped document's parts."
+    )
+    max_sections: int = Field(
+        10_000, ge=1, description="Headings one document's outline keeps; the ones after are plain text."
+    )
+    max_python_parse_bytes: int = Field(
+        1024 * 1024,
+        ge=0,
+        description="Larger Python files are not parsed for their classes and functions (a syntax tree costs hundreds "
+        "of times the file): they are found by their `class` and `def` lines instead (0: no limit).",
+    )
+    extract_timeout: float = Field(
+        120.0,
+        gt=0,
+        le=86400,
+        allow_inf_nan=False,
+        description="Seconds one document's extraction may take in its worker process; then the worker is killed and "
+        "the file skipped.",
+    )
+    extract_memory_bytes: int = Field(
+        2 * 1024 * 1024 * 1024,
+        ge=0,
+        description="Address space of an extraction worker process; a document that needs more is skipped and the "
+        "worker replaced (0: no limit).",
+    )
+    extract_workers: int = Field(
+        1, ge=1, le=64, description="Worker processes that extract documents, each one document at a time."
+    )
 
 
 class HttpSettings(BaseModel):

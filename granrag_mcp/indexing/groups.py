@@ -9,13 +9,14 @@ documents; a larger document is a group alone (`GRANRAG_MAX_SENTENCES` bounds it
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.discovery import SourceFile, text_of
 from granrag_mcp.indexing.documents import NewDocument, chunk_text
-from granrag_mcp.indexing.extract import ExtractedText, extract_text
+from granrag_mcp.indexing.extract import ExtractedText
+from granrag_mcp.indexing.extract_pool import ExtractionPool
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument
 from granrag_mcp.indexing.sentences import check_sentence_cap
 from granrag_mcp.indexing.structure import outline_of
@@ -84,43 +85,75 @@ class GroupReader:
         else:
             slices = file_slices(changed, self.limit * PARALLEL_GROUPS, GROUP_DOCUMENTS * PARALLEL_GROUPS)
         number = 0
-        for piece in slices:
-            outcomes: list[PreparedDocument] | None = None
-            if self.parallel is not None:  # extract, chunk and embed this slice on the workers
-                with self.clock.stage("parallel"):
-                    outcomes = self.parallel.run(piece, self.progress)
-            group = self._empty(outcomes)
-            for n, (source, digest) in enumerate(piece):
-                number += 1
-                outcome = outcomes[n] if outcomes is not None else None
-                if outcome is None:
-                    self.progress.update(EXTRACTING, number, len(changed))
-                document = self._document(source, digest, outcome, known)
-                if document is None:
-                    continue
-                group.documents.append(document)
-                if group.prepared is not None and outcome is not None:
-                    group.prepared.append(outcome)
-                group.chars += len(document.text)
-                if group.chars >= self.limit or len(group.documents) >= GROUP_DOCUMENTS:
-                    yield group
-                    group = self._empty(outcomes)
-            if group.documents:
+        with ExtractionPool(self.settings.limits) as pool:  # a run that stops here kills its workers
+            for piece in slices:
+                outcomes: list[PreparedDocument] | None = None
+                if self.parallel is not None:  # extract, chunk and embed this slice on the workers
+                    with self.clock.stage("parallel"):
+                        outcomes = self.parallel.run(piece, self.progress)
+                    read: Iterator[ExtractedText | ExtractionError] | None = None
+                else:  # read in the pool's workers, a few ahead of the chunking here
+                    read = pool.extract([source for source, _ in piece], self._waiting(number, len(changed)))
+                yield from self._read(piece, outcomes, read, known, len(changed), number)
+                number += len(piece)
+
+    def _waiting(self, before: int, total: int) -> Callable[[int], None]:
+        """Progress while a worker reads the n-th document of a slice (from 0): a cancelled run stops there."""
+        return lambda n: self.progress.update(EXTRACTING, before + n + 1, total)
+
+    def _read(
+        self,
+        piece: Sequence[tuple[SourceFile, str]],
+        outcomes: list[PreparedDocument] | None,
+        read: Iterator[ExtractedText | ExtractionError] | None,
+        known: dict[str, str],
+        total: int,
+        number: int,
+    ) -> Iterator[DocumentGroup]:
+        """One slice's documents in groups: each taken from the parallel engine's outcomes or the pool's texts."""
+        group = self._empty(outcomes)
+        for n, (source, digest) in enumerate(piece):
+            number += 1
+            outcome = outcomes[n] if outcomes is not None else None
+            extracted = None
+            if read is not None:
+                self.progress.update(EXTRACTING, number, total)
+                with self.clock.stage("extract"):
+                    extracted = next(read)
+            document = self._document(source, digest, outcome, known, extracted)
+            if document is None:
+                continue
+            group.documents.append(document)
+            if group.prepared is not None and outcome is not None:
+                group.prepared.append(outcome)
+            group.chars += len(document.text)
+            if group.chars >= self.limit or len(group.documents) >= GROUP_DOCUMENTS:
                 yield group
+                group = self._empty(outcomes)
+        if group.documents:
+            yield group
 
     @staticmethod
     def _empty(outcomes: list[PreparedDocument] | None) -> DocumentGroup:
         return DocumentGroup(prepared=[] if outcomes is not None else None)
 
     def _document(
-        self, source: SourceFile, digest: str, outcome: PreparedDocument | None, known: dict[str, str]
+        self,
+        source: SourceFile,
+        digest: str,
+        outcome: PreparedDocument | None,
+        known: dict[str, str],
+        read: ExtractedText | ExtractionError | None,
     ) -> NewDocument | None:
-        """One changed document read and chunked (or, from a parallel engine, its outcome taken); None when it
-        cannot be read."""
+        """One changed document chunked, from the text a worker read (or, from a parallel engine, its outcome
+        taken); None when it could not be read."""
         summary = self.summary
         with self.clock.stage("extract"):
             try:
-                extracted = outcome.result(source) if outcome is not None else extract_text(source)
+                if isinstance(read, ExtractionError):
+                    raise read
+                extracted = outcome.result(source) if outcome is not None else read
+                assert extracted is not None
                 check_sentence_cap(source.path, extracted.text, self.max_sentences)
             except ExtractionError as exc:
                 log.warning("skipped %s: %s", source.path, exc.reason)

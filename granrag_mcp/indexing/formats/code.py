@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 from granrag_mcp.indexing.formats.base import ExtractedText, Section
+from granrag_mcp.indexing.formats.limits import active
 from granrag_mcp.indexing.formats.plain import extract as extract_plain
 
 SUFFIXES = (
@@ -17,6 +19,8 @@ SUFFIXES = (
 """Suffixes read as source code; configuration and data files (.json, .yaml) are left out."""
 _PYTHON = {".py", ".pyi"}
 _MAX_DEPTH = 2  # classes and functions, and the methods of a class; deeper definitions are details
+# A definition's line, for files too large to parse: a class or function at the margin, or one indent in.
+_DEFINITION_LINE = re.compile(r"^([ \t]*)(class|def|async[ \t]+def)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 
 
 def python_definitions(text: str) -> tuple[Section, ...]:
@@ -50,8 +54,28 @@ def python_definitions(text: str) -> tuple[Section, ...]:
     return tuple(sorted(found, key=lambda section: section.start))
 
 
+def definition_lines(text: str) -> tuple[Section, ...]:
+    """The classes and functions of a Python text by their lines alone, in linear time: a definition at the margin
+    is level 1, an indented one level 2 when a class at the margin holds it; deeper ones, and lines inside strings
+    that look like definitions, are what a file too large to parse gives up."""
+    found: list[Section] = []
+    in_class = False
+    for match in _DEFINITION_LINE.finditer(text):
+        indent, keyword, name = match.groups()
+        keyword = "async def" if keyword.startswith("async") else keyword
+        if not indent:
+            found.append(Section(match.start(2), 1, f"{keyword} {name}"))
+            in_class = keyword == "class"
+        elif in_class and len(indent) <= 8:
+            found.append(Section(match.start(2), 2, f"{keyword} {name}"))
+    return tuple(found)
+
+
 def extract(path: Path, data: bytes) -> ExtractedText:
     extracted = extract_plain(path, data)
     if path.suffix.lower() not in _PYTHON:
         return extracted
+    cap = active().max_python_parse_bytes
+    if cap and len(data) > cap:  # a syntax tree costs hundreds of times the file: read its definition lines
+        return dataclasses.replace(extracted, sections=definition_lines(extracted.text))
     return dataclasses.replace(extracted, sections=python_definitions(extracted.text))

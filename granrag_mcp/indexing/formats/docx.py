@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.formats.archive import check_archive
 from granrag_mcp.indexing.formats.base import ExtractedText
 from granrag_mcp.indexing.formats.builder import TextBuilder
 
@@ -50,6 +51,7 @@ def extract(path: Path, data: bytes) -> ExtractedText:
     import docx  # only a run that reads a Word file pays for importing it
     from docx.table import Table
 
+    check_archive(path, data)  # python-docx parses every related part whole: bounded before it opens any
     try:
         document = docx.Document(io.BytesIO(data))
         items = list(document.iter_inner_content())

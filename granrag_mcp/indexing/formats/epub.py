@@ -11,6 +11,7 @@ from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.formats.archive import check_archive
 from granrag_mcp.indexing.formats.base import ExtractedText, Section, decode_text, normalise_newlines
 from granrag_mcp.indexing.formats.builder import TextBuilder
 from granrag_mcp.indexing.formats.html import html_encoding, markup_text
@@ -18,8 +19,13 @@ from granrag_mcp.indexing.formats.html import html_encoding, markup_text
 _CONTAINER = "META-INF/container.xml"
 _MAX_TITLE = 120
 _XHTML_TYPES = {"application/xhtml+xml", "text/html"}
-MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
-"""A zip bomb is skipped: an e-book whose chapters unpack to more than this is not a book."""
+_PACKAGE_SUFFIXES = (".xml", ".opf", ".ncx")
+
+
+def package_part(name: str) -> bool:
+    """The parts read as XML trees (container, package document, table of contents), whose elements are counted;
+    chapters go through the streaming HTML reader."""
+    return name.lower().endswith(_PACKAGE_SUFFIXES)
 
 
 def _local(tag: str) -> str:
@@ -51,11 +57,13 @@ def extract(path: Path, data: bytes) -> ExtractedText:
     builder = TextBuilder()
     replaced = False
     try:
+        check_archive(path, data, package_part)
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             chapters = spine(archive)
-            if sum(archive.getinfo(name).file_size for name in chapters) > MAX_UNCOMPRESSED_BYTES:
-                raise ExtractionError(path, f"e-book unpacks to more than {MAX_UNCOMPRESSED_BYTES} bytes")
+            present = set(archive.namelist())
             for name in chapters:
+                if name not in present:  # a spine item the book lacks: the other chapters still make the book
+                    continue
                 raw = archive.read(name)
                 markup, decoded = decode_text(path, raw, html_encoding(raw))
                 replaced = replaced or decoded.replaced_bytes

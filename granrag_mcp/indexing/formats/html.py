@@ -1,8 +1,10 @@
 """HTML (.html, .htm): the visible text, markup, scripts, styles and hidden elements dropped, blocks on lines of
 their own, table cells separated, h1-h6 kept as sections; decoded by the charset the document declares.
 
-Hand-written over the stdlib's streaming parser rather than a tree builder: a page of 300,000 unclosed tags is
-read in linear time and flat memory, where lexbor (selectolax) takes quadratic time (BENCHMARKS.md).
+Read as a stream of events from libxml2's HTML tokenizer (lxml with a parser target: no tree is built), which is
+linear on the markup that made the stdlib's html.parser quadratic (an attribute quote never closed, repeated) and
+keeps flat memory on 300,000 unclosed tags, where lexbor (selectolax) takes quadratic time (BENCHMARKS.md). What is
+visible is decided here, tag by tag.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import re
-from html.parser import HTMLParser
+from collections import Counter
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
@@ -100,27 +102,34 @@ def _style_hides(style: str) -> bool:
 class _HiddenElement:
     """An element hidden by its attributes, followed through the tags inside it until it ends.
 
-    html.parser does not build a tree, so its end is found the way a browser would for tidy markup: its own end
+    The events build no tree, so its end is found the way a browser would for tidy markup: its own end
     tag, the end tag of a block that contains it, or a start tag that implies its end (a new <p> or <li>).
     """
 
     def __init__(self, tag: str) -> None:
         self.tag = tag
         self._inside: list[str] = []
+        # How many of each tag are open inside: an end tag asks "is one open?" of a count, not of a scan of the
+        # stack, which 300,000 unclosed tags make quadratic.
+        self._open: Counter[str] = Counter()
 
     def ended_by_start(self, tag: str) -> bool:
         scope = _IMPLIED_END_SCOPE.get(self.tag, set())
-        if tag in _IMPLIED_END.get(self.tag, ()) and not scope.intersection(self._inside):
+        if tag in _IMPLIED_END.get(self.tag, ()) and not any(self._open[name] for name in scope):
             return True
         if tag not in _VOID_ELEMENTS:
             self._inside.append(tag)
+            self._open[tag] += 1
         return False
 
     def ended_by_end(self, tag: str) -> tuple[bool, bool]:
         """(whether the element ended, whether the end tag is an enclosing block's, still to be handled)."""
-        if tag in self._inside:
-            del self._inside[len(self._inside) - 1 - self._inside[::-1].index(tag) :]
-            return False, False
+        if self._open[tag]:
+            while True:  # pops what it closes: each open tag is popped once, so the whole is linear
+                closed = self._inside.pop()
+                self._open[closed] -= 1
+                if closed == tag:
+                    return False, False
         if tag == self.tag:
             return True, False
         if tag in _BLOCK_CONTAINERS or tag in ("body", "html"):
@@ -128,12 +137,11 @@ class _HiddenElement:
         return False, False  # a stray end tag: ignored, as a browser does
 
 
-class _VisibleTextExtractor(HTMLParser):
+class _VisibleTextExtractor:
     """Decides, tag by tag, what a reader sees (not the head, scripts, styles or hidden elements) and feeds it to a
     `TextLayout`; the title is kept apart."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.layout = TextLayout()
         self._title: list[str] = []
         self._hidden_depth = 0
@@ -190,11 +198,6 @@ class _VisibleTextExtractor(HTMLParser):
         elif not (self._hidden_depth or self._in_head):
             self.layout.end(tag)
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in _VOID_ELEMENTS:
-            self.handle_endtag(tag)
-
     # -- text --
 
     def handle_data(self, data: str) -> None:
@@ -211,12 +214,39 @@ class _VisibleTextExtractor(HTMLParser):
             self.layout.text(data)
 
 
+class _Events:
+    """libxml2's HTML tokenizer (lxml, as a parser target: no tree is built) feeding the extractor's handlers."""
+
+    def __init__(self, extractor: _VisibleTextExtractor) -> None:
+        self._extractor = extractor
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self._extractor.handle_starttag(tag.lower(), list(attrib.items()))
+
+    def end(self, tag: str) -> None:
+        tag = tag.lower()
+        if tag not in _VOID_ELEMENTS:
+            self._extractor.handle_endtag(tag)
+
+    def data(self, data: str) -> None:
+        self._extractor.handle_data(data)
+
+    def comment(self, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def markup_text(markup: str, *, with_title: bool = True) -> ExtractedText:
     """The text a reader sees in `markup` (newlines already normalised) with its headings: the document's title
     (unless `with_title` is False), a blank line, then its body."""
+    from lxml import etree
+
     extractor = _VisibleTextExtractor()
-    extractor.feed(markup)
-    extractor.close()
+    parser = etree.HTMLParser(target=_Events(extractor), recover=True, huge_tree=True, no_network=True)
+    parser.feed(markup)
+    parser.close()
     return extractor.layout.result(extractor.title() if with_title else "")
 
 
@@ -224,6 +254,6 @@ def extract(path: Path, data: bytes) -> ExtractedText:
     markup, extracted = decode_text(path, data, html_encoding(data))
     try:
         found = markup_text(normalise_newlines(markup))
-    except Exception as error:  # html.parser is lenient; this is a last resort
+    except Exception as error:  # libxml2 recovers from almost anything; this is a last resort
         raise ExtractionError(path, f"unreadable HTML ({type(error).__name__}: {error})") from error
     return dataclasses.replace(extracted, text=found.text, sections=found.sections)

@@ -4,9 +4,11 @@ extra, the tables pdfplumber finds on a page follow its text as Markdown tables.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import io
 import re
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,20 +69,53 @@ def _bookmarks(document: Any) -> list[tuple[int, int, str]]:
 
 def _sections(text: str, page_starts: tuple[int, ...], bookmarks: list[tuple[int, int, str]]) -> tuple[Section, ...]:
     """Each bookmark where its title first stands on its page (after the previous one found there), as the line it
-    is in the text; a bookmark whose title is not on its page is left out."""
+    is in the text; a bookmark whose title is not on its page is left out.
+
+    The title's words are looked for with any run of whitespace between them, in linear time: in the page's words
+    joined by single spaces, by a plain substring search (a pattern built from a long title and tried at every
+    position of a long page is quadratic)."""
     found: list[Section] = []
+    pages: dict[int, _Words] = {}
     searched_from: dict[int, int] = {}
     for page, level, title in bookmarks:
         if page >= len(page_starts):
             continue
-        start = searched_from.get(page, page_starts[page])
-        end = page_starts[page + 1] if page + 1 < len(page_starts) else len(text)
-        match = re.compile(r"\s+".join(map(re.escape, title.split()))).search(text, start, end)
-        if match is None:
+        if page not in pages:
+            end = page_starts[page + 1] if page + 1 < len(page_starts) else len(text)
+            pages[page] = _Words(text, page_starts[page], end)
+        words = pages[page]
+        needle = " ".join(title.split())
+        at = words.joined.find(needle, searched_from.get(page, 0))
+        if not needle or at < 0:
             continue
-        searched_from[page] = match.end()
-        found.append(Section(match.start(), level, match.group().split("\n", 1)[0].rstrip()))
+        searched_from[page] = at + len(needle)
+        start, stop = words.original(at), words.original(at + len(needle) - 1) + 1
+        found.append(Section(start, level, text[start:stop].split("\n", 1)[0].rstrip()))
     return tuple(sorted(found, key=lambda section: section.start))
+
+
+class _Words:
+    """A stretch of text as its words joined by single spaces, and the way back to offsets in the text."""
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        self._joined_starts = array("q")
+        self._starts = array("q")
+        parts: list[str] = []
+        length = 0
+        for word in _WORD.finditer(text, start, end):
+            self._joined_starts.append(length)
+            self._starts.append(word.start())
+            parts.append(word.group())
+            length += len(word.group()) + 1
+        self.joined = " ".join(parts)
+
+    def original(self, joined_offset: int) -> int:
+        """The text offset of a character of `joined` that is not a space between words."""
+        word = bisect.bisect_right(self._joined_starts, joined_offset) - 1
+        return self._starts[word] + joined_offset - self._joined_starts[word]
+
+
+_WORD = re.compile(r"\S+")
 
 
 def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:

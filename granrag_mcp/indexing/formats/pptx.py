@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.formats.archive import check_archive
 from granrag_mcp.indexing.formats.base import ExtractedText
 from granrag_mcp.indexing.formats.builder import TextBuilder
 
@@ -19,6 +20,7 @@ NOTES_LABEL = "Notes: "
 def extract(path: Path, data: bytes) -> ExtractedText:
     import pptx  # only a run that reads a slide deck pays for importing it
 
+    check_archive(path, data)  # python-pptx parses every related part whole: bounded before it opens any
     try:
         presentation = pptx.Presentation(io.BytesIO(data))
         builder = TextBuilder()
