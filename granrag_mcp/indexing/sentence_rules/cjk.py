@@ -1,7 +1,7 @@
 """Chinese, Japanese and Korean: the ideographic full stop and the fullwidth marks end a sentence with no space
 after them; Latin ". ! ?" right before an ideograph or kana does too."""
 
-from granrag_mcp.indexing.sentence_rules import ScriptRule
+from granrag_mcp.indexing.sentence_rules.rule import ScriptRule
 
 RULE = ScriptRule(
     name="cjk",

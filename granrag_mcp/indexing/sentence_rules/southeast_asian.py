@@ -1,7 +1,7 @@
 """Thai, Lao, Khmer and Myanmar: Thai and Lao write no sentence punctuation and part sentences with a space
 (words run together inside one); Khmer's khan and Myanmar's section mark end a sentence."""
 
-from granrag_mcp.indexing.sentence_rules import ScriptRule
+from granrag_mcp.indexing.sentence_rules.rule import ScriptRule
 
 RULE = ScriptRule(
     name="southeast_asian",
