@@ -109,7 +109,8 @@ def main() -> int:
     from granrag_mcp.retrieval.rerank import rerank_chunks
     from granrag_mcp.retrieval.view import ScoredChunk, View
     from granrag_mcp.settings import Settings
-    from granrag_mcp.store.lexical import analyse, idf
+    from granrag_mcp.store.lexical import idf
+    from granrag_mcp.text.analysis import analyse
 
     began = time.perf_counter()
     settings = Settings(store=args.store)

@@ -50,7 +50,8 @@ def main() -> int:
     from granrag_mcp.evaluation.strategies import CachedEmbedder
     from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, RESULT_LEVEL, hrr_candidates
     from granrag_mcp.settings import Settings
-    from granrag_mcp.store.lexical import LexicalIndex, analyse
+    from granrag_mcp.store.lexical import LexicalIndex
+    from granrag_mcp.text.analysis import analyse
 
     began = time.perf_counter()
     settings = Settings(store=args.store)

@@ -16,7 +16,8 @@ import Stemmer
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST
 from granrag_mcp.records import Chunk
-from granrag_mcp.store.lexical import analyse, bm25_weights, idf
+from granrag_mcp.store.lexical import bm25_weights, idf
+from granrag_mcp.text.analysis import analyse
 
 WINDOWS = (1, 2, 3)
 """Runs of consecutive sentences the coverage features look at."""
