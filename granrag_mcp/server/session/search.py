@@ -28,6 +28,7 @@ class SearchOptions:
     diversify: str = "none"
     mmr_lambda: float = 0.5
     exclude_seen: bool = False
+    language: str | None = None
 
 
 def session_search(
@@ -43,7 +44,7 @@ def session_search(
     same for every search tool."""
     holder = holder_of(ctx)
     view, tokens = holder.view()
-    view = view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix))
+    view = view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix, options.language))
     memory = holder.queries.of(ctx, MEMORY_HANDLE.get())
     exclude_seen = options.exclude_seen and memory is not None
     depth = candidate_depth(k, options.diversify, exclude_seen)

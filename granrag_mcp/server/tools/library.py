@@ -29,8 +29,8 @@ def register(server: MCPServer, budget: int) -> None:
         limit: Annotated[int, Field(ge=1, le=500, description="Page size (1-500).")] = 50,
         offset: Annotated[int, Field(ge=0, le=1_000_000_000, description="Documents to skip, for paging.")] = 0,
     ) -> DocumentList:
-        """The indexed documents (doc_id, source path, size in characters and tokens), sorted by doc_id, with the
-        total count for paging. Use a doc_id prefix to narrow to a folder.
+        """The indexed documents (doc_id, source path, size in characters and tokens, language), sorted by doc_id,
+        with the total count for paging. Use a doc_id prefix to narrow to a folder.
         """
         holder = holder_of(ctx)
         if holder.empty():  # a writing server started on an empty store, before its first index_paths
@@ -42,7 +42,9 @@ def register(server: MCPServer, budget: int) -> None:
             total=total,
             offset=offset,
             documents=[
-                DocumentInfo(doc_id=d.doc_id, source=d.source, n_chars=d.n_chars, n_tokens=d.n_tokens)
+                DocumentInfo(
+                    doc_id=d.doc_id, source=d.source, n_chars=d.n_chars, n_tokens=d.n_tokens, language=d.language
+                )
                 for d in documents
             ],
         )

@@ -21,6 +21,7 @@ from granrag_mcp.server.schemas.arguments import (
     DocIds,
     DocPrefix,
     ExcludeSeen,
+    Language,
     Lexical,
     MaxTokens,
     MmrLambda,
@@ -45,6 +46,7 @@ def register(server: MCPServer, budget: int) -> None:
         lexical: Lexical = None,
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
+        language: Language = None,
         max_tokens: MaxTokens = budget,
         diversify: DiversifyMethod = "none",
         mmr_lambda: MmrLambda = 0.5,
@@ -56,7 +58,7 @@ def register(server: MCPServer, budget: int) -> None:
         offsets, score, text), best first, and similar_previous: earlier queries of this session that were nearly
         the same, with the ids they returned.
         """
-        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
+        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen, language)
         return session_search(
             ctx,
             query,
@@ -77,6 +79,7 @@ def register(server: MCPServer, budget: int) -> None:
         lexical: Lexical = None,
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
+        language: Language = None,
         max_tokens: MaxTokens = budget,
         diversify: DiversifyMethod = "none",
         mmr_lambda: MmrLambda = 0.5,
@@ -89,7 +92,7 @@ def register(server: MCPServer, budget: int) -> None:
         order candidates. lexical=true adds exact word matching (BM25) by RRF. diversify='mmr' or 'kmeans' drops
         near-repeats; exclude_seen=true leaves out chunks this session already received.
         """
-        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
+        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen, language)
         return session_search(
             ctx,
             query,
@@ -125,6 +128,7 @@ def register(server: MCPServer, budget: int) -> None:
         ] = "mid",
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
+        language: Language = None,
         max_tokens: MaxTokens = budget,
         diversify: DiversifyMethod = "none",
         mmr_lambda: MmrLambda = 0.5,
@@ -137,7 +141,7 @@ def register(server: MCPServer, budget: int) -> None:
         hits inside a returned broad one. Use it when a question needs both context and precision, or when
         single-level searches disagree.
         """
-        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen)
+        options = SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen, language)
         fusion, request = FUSION_METHODS[method], FusionRequest(level, weights, rrf_k, lexical)
         return session_search(
             ctx,
@@ -183,6 +187,7 @@ def register(server: MCPServer, budget: int) -> None:
         rerank_n: Annotated[int, Field(ge=1, le=100, description="Mid candidates the reranker scores (1-100).")] = 20,
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
+        language: Language = None,
         max_tokens: MaxTokens = budget,
     ) -> RankedResult:
         """Hierarchical rerank retrieval in one call: finds sentences and mid chunks, reranks the mid chunks, and
@@ -190,7 +195,7 @@ def register(server: MCPServer, budget: int) -> None:
         for questions that need a full passage but where the answer hides in one paragraph.
         """
         view, tokens = holder_of(ctx).view()
-        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
+        view = view.filtered(DocFilter.of(doc_ids, doc_prefix, language))
         result = hrr(view, query, k, sentence_k, mid_k, rerank_n)
         out = hits_result(view, tokens, result.hits, max_tokens, result.reranker)
         return out.model_copy(update={"weights": hrr_weights(view)})  # type: ignore[return-value]
