@@ -125,6 +125,15 @@ def stopwords(language: str) -> frozenset[str]:
     return _analyser(language).stopwords
 
 
+def ranker_terms(text: str, language: str = LEGACY) -> list[str]:
+    """The stems a text's words are compared by (the candidate ranker's word coverage): English's Snowball stems
+    of its BM25 terms for English, as the ranker always had; for another language its BM25 terms, which its own
+    analysis has stemmed already (or cut into character pairs)."""
+    if language in (LEGACY, UNDETERMINED):
+        return stem(_legacy(text), LEGACY)
+    return analyse(text, language)
+
+
 def stem(words: Sequence[str], language: str) -> list[str]:
     """`words` (lower case) by `language`'s Snowball stemmer: English's for English, unchanged for a language
     without one."""
