@@ -38,8 +38,8 @@ def test_an_undetermined_or_unknown_language_is_analysed_as_english() -> None:
         # CJK: overlapping pairs of each run, a Latin word inside kept whole.
         ("北京大学的NFL比赛", "zh", ["北京", "京大", "大学", "学的", "nfl", "比赛"]),
         ("東京", "ja", ["東京"]),
-        # Thai: pairs of the run (no spaces between words).
-        ("ข้าวหอม", "th", ["ข้", "้า", "าว", "วห", "หอ", "อม"]),
+        # Thai: pairs of the run (no spaces between words), a vowel or tone mark kept on its consonant.
+        ("ข้าวหอม", "th", ["ข้า", "าว", "วห", "หอ", "อม"]),
     ],
     ids=["latin-es", "latin-es-singular", "cyrillic", "arabic", "devanagari", "cjk", "japanese", "thai"],
 )
