@@ -245,7 +245,9 @@ def _script_patterns() -> _ScriptPatterns:
     for rule in rules():
         if rule.marks_after_letters:
             marks = re.escape(rule.marks_after_letters)
-            alternatives.append(f"(?<=[{rule.letters}])[{marks}]++(?=\\s|\\Z)")
+            # Between two words of the script, so a Greek letter used as a symbol in English ("TNF-α; R&D") is not
+            # read as a Greek question.
+            alternatives.append(f"(?<=[{rule.letters}][{rule.letters}])[{marks}]++(?=\\s+[{rule.letters}])")
         if rule.space_ends_sentences:
             alternatives.append(f"(?<=[{rule.letters}])\\s++(?=[{rule.letters}])")
     unspaced = "".join(rule.letters for rule in rules() if rule.unspaced)

@@ -95,3 +95,11 @@ FRAGMENTS = ["。", "！", "？", "」", "”", "।", "॥", "؟", "۔", ";", "
 @settings(max_examples=300)
 def test_spans_are_ordered_stripped_and_cover_mixed_scripts(text: str) -> None:
     assert_span_invariants(text)
+
+
+def test_a_greek_letter_as_a_symbol_in_english_does_not_make_a_question() -> None:
+    text = "Cells were treated with tumor necrosis factor alpha (TNF-α; R&D system) for 6 h. Then they grew."
+    assert sentences(text) == [
+        "Cells were treated with tumor necrosis factor alpha (TNF-α; R&D system) for 6 h.",
+        "Then they grew.",
+    ]

@@ -17,6 +17,6 @@ class ScriptRule:
     unspaced: bool = False
     """The script writes no space between sentences: a Latin ". ! ?" right before its letters ends a sentence."""
     marks_after_letters: str = ""
-    """Marks that end a sentence only after the script's letters and before a space (Greek ";" is its "?")."""
+    """Marks that end a sentence only between two words of the script (Greek ";" is its "?")."""
     space_ends_sentences: bool = False
     """A space between two of the script's letters parts sentences (the script has no sentence punctuation)."""
