@@ -133,12 +133,15 @@ class Catalog:
         sql += " ORDER BY doc_id LIMIT ? OFFSET ?"
         return [DocumentInfo(*row) for row in self._query(sql, [*params, limit, offset])]
 
-    def count_documents(self, prefix: str | None = None) -> int:
+    def count_documents(self, prefix: str | None = None, language: str | None = None) -> int:
+        sql, params = "SELECT count(*) FROM documents WHERE 1", []
         if prefix:
-            return self._query("SELECT count(*) FROM documents WHERE substr(doc_id, 1, ?) = ?", [len(prefix), prefix])[
-                0
-            ][0]
-        return self._query("SELECT count(*) FROM documents")[0][0]
+            sql += " AND substr(doc_id, 1, ?) = ?"
+            params += [len(prefix), prefix]
+        if language:
+            sql += f" AND {_LANGUAGE_COLUMN if self.has_languages else 'NULL'} = ?"
+            params.append(language)
+        return self._query(sql, params)[0][0]
 
     def languages(self, doc_ids: Sequence[str] | None = None) -> dict[str, str | None]:
         """Each document's language (None where the catalog is older than languages): of `doc_ids`, or all."""

@@ -227,7 +227,7 @@ class DocumentInfo(_Model):
 
 class DocumentList(_Model):
     generation: int
-    total: int = Field(description="Documents matching the prefix in all (for paging with offset).")
+    total: int = Field(description="Documents matching the prefix and language in all (for paging with offset).")
     offset: int
     documents: list[DocumentInfo]
 

@@ -76,14 +76,17 @@ def server_of(built: tuple[Settings, FakeEmbedder]):  # type: ignore[no-untyped-
     return build_server(settings, engine_factory=lambda _: engine)
 
 
-def test_every_document_has_its_language_in_list_documents(built: tuple[Settings, FakeEmbedder]) -> None:
+def test_every_document_has_its_language_in_list_documents_which_filters_by_it(
+    built: tuple[Settings, FakeEmbedder],
+) -> None:
     async def scenario(client: Client):
-        return await call(client, "list_documents", {})
+        return await call(client, "list_documents", {}), await call(client, "list_documents", {"language": "th"})
 
-    listed = run(server_of(built), scenario)
+    listed, thai = run(server_of(built), scenario)
     assert {d["doc_id"]: d["language"] for d in listed["documents"]} == {
         name: language for name, (language, *_) in FAMILIES.items()
     }
+    assert (thai["total"], [d["doc_id"] for d in thai["documents"]]) == (1, ["thai.txt"])
 
 
 @pytest.mark.parametrize("doc_id", list(FAMILIES))
