@@ -11,9 +11,9 @@ Two passes, both linear in the length of the text:
    following lowercase word veto it.
 
 Other scripts add their own boundaries (`indexing/sentence_rules`, one module per script
-family): full stops that need no space after them (。 ।), marks that end a sentence after
-the script's letters only (Greek ";"), and the space between sentences of Thai. Text
-without them splits exactly as above.
+family): full stops that need no space after them (。 ।), marks that end a sentence only
+between two of the script's words (Greek ";"), and the space between sentences of Thai.
+Text without them splits exactly as above.
 
 Spans are then stripped of surrounding whitespace, so every non-whitespace character of
 the text lies in exactly one span.
