@@ -93,8 +93,10 @@ PAIRED_SCRIPTS = (
 )
 """Scripts written without spaces between words, whose runs become overlapping character pairs."""
 
-UNPAIRED_STOPWORDS = frozenset({"zh", "ja", "ko", "th", "lo", "my", "km"})
-"""Languages whose stop-word lists name words that character pairs never are."""
+NO_STOPWORDS = frozenset({"zh", "ja", "ko", "th", "lo", "my", "km", "vi"})
+"""Languages analysed without a stop-word list: those cut into character pairs (their lists name words that pairs
+never are), and Vietnamese, whose list of 1,943 syllables and phrases drops content words too (XQuAD-A
+Vietnamese paragraphs, BM25 MRR@5 0.938 with it, 0.950 without; in-sample)."""
 
 
 def analyse(text: str, language: str = LEGACY) -> list[str]:
@@ -187,7 +189,7 @@ class _Analyser:
 @lru_cache(maxsize=64)
 def _analyser(language: str) -> _Analyser:
     lists: frozenset[str] = frozenset()
-    if language not in UNPAIRED_STOPWORDS:
+    if language not in NO_STOPWORDS:
         from stop_words import safe_get_stop_words
 
         lists = frozenset(w.lower() for w in safe_get_stop_words(language))

@@ -65,3 +65,17 @@ def test_a_query_is_analysed_by_every_language_of_the_index_and_each_term_kept_o
     assert {"flüsse", "river", "fluss", "北京", "京大", "大学"} <= set(terms)
     assert len(terms) == len(set(terms))
     assert query_terms("rivers", [LEGACY]) == analyse("rivers")
+
+
+def test_vietnamese_keeps_every_syllable() -> None:
+    # Its stop-word list names content syllables too: each syllable is a term, as in the text.
+    assert analyse("Năm 1990 thành phố có một triệu người", "vi") == [
+        "năm",
+        "1990",
+        "thành",
+        "phố",
+        "có",
+        "một",
+        "triệu",
+        "người",
+    ]
