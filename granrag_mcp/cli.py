@@ -284,6 +284,7 @@ def store_status(store: Path) -> dict[str, Any]:
             "created_at": manifest.created_at,
             "documents": manifest.counts.get("documents", 0),
             "chunks": {level: manifest.counts.get(level, 0) for level in LEVELS},
+            "languages": snapshot.catalog.language_counts(),
             "model": manifest.identity.model,
             "dimension": manifest.identity.dimension,
             "vector_mode": manifest.identity.vector_mode,
@@ -305,6 +306,7 @@ def cmd_status(args: argparse.Namespace, settings) -> int:
     print(f"generation  {status['generation']} (committed {status['created_at']})")
     print(f"documents   {status['documents']}")
     print("chunks      " + ", ".join(f"{level} {chunks[level]}" for level in LEVELS))
+    print("languages   " + (", ".join(f"{code} {n}" for code, n in status["languages"].items()) or "none"))
     print(f"model       {status['model']} (dimension {status['dimension']}, vectors: {status['vector_mode']})")
     print(f"tokenizer   {status['tokenizer']} {status['chunking']}")
     print(f"size        {status['size_bytes'] / 1e6:.1f} MB")

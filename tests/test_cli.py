@@ -55,6 +55,7 @@ def test_status_reports_the_store(store):
     assert status["model"] == "sentence-transformers/all-MiniLM-L6-v2" and status["dimension"] == 384
     assert all(status["chunks"][level] > 0 for level in ("broad", "mid", "narrow"))
     assert status["size_bytes"] > 0
+    assert status["languages"] == {"en": 3}
 
 
 @pytest.mark.parametrize(

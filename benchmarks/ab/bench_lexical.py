@@ -100,7 +100,7 @@ def build_child(side: str, work: Path) -> dict[str, Any]:
     else:
         import bm25s
 
-        from granrag_mcp.store.lexical import analyse
+        from granrag_mcp.text.analysis import analyse
 
         tokens = [analyse(text) for text in texts]
         retriever = bm25s.BM25(k1=K1, b=B, method="atire", idf_method="lucene")
@@ -121,7 +121,7 @@ class Bm25sSide:
     def __init__(self, folder: Path) -> None:
         import bm25s
 
-        from granrag_mcp.store.lexical import analyse
+        from granrag_mcp.text.analysis import analyse
 
         self.analyse = analyse
         self.retriever = bm25s.BM25.load(folder, mmap=True)

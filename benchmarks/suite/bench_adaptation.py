@@ -28,9 +28,9 @@ def main() -> int:
     parser.add_argument("--adapt-only", action="store_true", help="time the adaptation alone and print its seconds")
     args = parser.parse_args()
 
+    from granrag_mcp.indexing.adapt import adapt
     from granrag_mcp.retrieval.hrr import hrr_search
     from granrag_mcp.retrieval.level_search import search_level
-    from granrag_mcp.indexing.adapt import adapt
     from granrag_mcp.retrieval.rrf import search_rrf
     from granrag_mcp.retrieval.view import View
 

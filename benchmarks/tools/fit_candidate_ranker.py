@@ -121,8 +121,8 @@ def fit_boosted(data, rows, features):
     """HistGradientBoostingClassifier on the head rows, as `fit_model` fits the logistic regression."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from granrag_mcp.retrieval.ranking.features import KNOWN_FEATURES
     from granrag_mcp.retrieval.candidate_ranking import RANKED_HEAD
+    from granrag_mcp.retrieval.ranking.features import KNOWN_FEATURES
 
     keep = rows & (data.position < RANKED_HEAD)
     x = data.features[keep][:, [KNOWN_FEATURES.index(f) for f in features]]

@@ -47,9 +47,9 @@ from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LI
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
 from granrag_mcp.store.adaptation import Adaptation, write_adaptation
 from granrag_mcp.store.catalog import RememberingCatalog
-from granrag_mcp.store.lexical import STOPWORDS, analyse
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
 from granrag_mcp.store.store import Snapshot
+from granrag_mcp.text.analysis import STOPWORDS, analyse
 
 log = logging.getLogger(__name__)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from granrag_mcp.settings import ChunkSettings, VectorMode
 from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
 from granrag_mcp.store.token_vectors import projection_for, quantise
+from granrag_mcp.text.language import detect_language
 from granrag_mcp.tokens import Tokenizer
 
 
@@ -41,8 +43,18 @@ class NewDocument:
     def info(self) -> DocumentInfo:
         """What the catalog keeps about the document besides its text and chunks."""
         return DocumentInfo(
-            self.source.doc_id, self.content_hash, text_of(str(self.source.path)), len(self.text), self.n_tokens
+            self.source.doc_id,
+            self.content_hash,
+            text_of(str(self.source.path)),
+            len(self.text),
+            self.n_tokens,
+            self.language,
         )
+
+    @cached_property
+    def language(self) -> str:
+        """The language its text is written in (ISO 639-1, or "und")."""
+        return detect_language(self.text)
 
 
 def chunk_text(

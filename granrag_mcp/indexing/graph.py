@@ -25,6 +25,7 @@ from granrag_mcp.indexing.graph_reports import MAX_CLUSTER_SIZE, fill_reports
 from granrag_mcp.pagerank import pagerank, transition_matrix
 from granrag_mcp.store.catalog import Catalog
 from granrag_mcp.store.graph import ConceptGraph, ragged, read_phrases, write_phrases
+from granrag_mcp.text.analysis import analysis_language
 from granrag_mcp.text.concepts import ConceptMatcher, apart, display_names, extract
 
 log = logging.getLogger(__name__)
@@ -275,8 +276,9 @@ def write_generation_graph(
         phrases = {}
         new_texts = {**{doc: catalog.document_text(doc) or "" for doc in current}, **new_texts}
     phrases = {doc: pairs for doc, pairs in phrases.items() if doc in current and doc not in new_texts}
+    languages = catalog.languages(list(new_texts))
     for doc, text in new_texts.items():
-        phrases[doc] = extract(text)
+        phrases[doc] = extract(text, analysis_language(languages.get(doc)))
     graph = build_graph(catalog, phrases, sentence_vectors, embed_names, dimension, previous)
     graph.write(folder)
     write_phrases(folder, phrases)

@@ -10,19 +10,27 @@ Two passes, both linear in the length of the text:
    whitespace is a candidate boundary; abbreviations, initials, dotted acronyms and a
    following lowercase word veto it.
 
+Other scripts add their own boundaries (`indexing/sentence_rules`, one module per script
+family): full stops that need no space after them (。 ।), marks that end a sentence only
+between two of the script's words (Greek ";"), and the space between sentences of Thai.
+Text without them splits exactly as above.
+
 Spans are then stripped of surrounding whitespace, so every non-whitespace character of
 the text lies in exactly one span.
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 import string
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.sentence_rules import rules
 
 Span = tuple[int, int]
 
@@ -194,7 +202,8 @@ def _describe_line(raw_line: str, offset: int) -> _Line | None:
         end=offset + len(raw_line),
         first=content[0],
         last=content[-1],
-        ends_with_terminator=content.rstrip(_CLOSERS).endswith(_TERMINATORS),
+        ends_with_terminator=content.rstrip(_CLOSERS).endswith(_TERMINATORS)
+        or content.rstrip(_script_patterns().closers)[-1:] in tuple(_script_patterns().terminators),
         is_list_item=_LIST_MARKER.match(content) is not None,
         is_heading=_HEADING.match(content) is not None,
         is_rule=_RULE.fullmatch(content) is not None,
@@ -212,9 +221,70 @@ def _is_hard_break(previous: _Line, line: _Line) -> bool:
     return line.first.isupper() and (previous.last.isalnum() or previous.last in _CLOSERS)
 
 
+@dataclass(frozen=True, slots=True)
+class _ScriptPatterns:
+    terminators: str
+    """Every script's full stops, for a line that ends a sentence."""
+    closers: str
+    """The closing quotes and brackets that may follow them."""
+    boundary: re.Pattern[str] | None
+    """Where another script's sentence ends: the position after the match."""
+    before_unspaced: re.Pattern[str] | None
+    """A Latin ". ! ?" right before the letters of a script that writes no space between sentences."""
+
+
+@lru_cache(maxsize=1)
+def _script_patterns() -> _ScriptPatterns:
+    """The patterns of every script rule, built once on first use."""
+    stops = "".join(rule.full_stops for rule in rules())
+    closers = "".join(dict.fromkeys("".join(rule.closers for rule in rules())))
+    alternatives = []
+    if stops:
+        # A run of full stops and the closing quotes after it; the lookbehind starts a match at a run's first mark.
+        alternatives.append(f"(?<![{re.escape(stops)}])[{re.escape(stops)}]++[{re.escape(closers)}]*+")
+    for rule in rules():
+        if rule.marks_after_letters:
+            marks = re.escape(rule.marks_after_letters)
+            # Between two words of the script, so a Greek letter used as a symbol in English ("TNF-α; R&D") is not
+            # read as a Greek question.
+            alternatives.append(f"(?<=[{rule.letters}][{rule.letters}])[{marks}]++(?=\\s+[{rule.letters}])")
+        if rule.space_ends_sentences:
+            alternatives.append(f"(?<=[{rule.letters}])\\s++(?=[{rule.letters}])")
+    unspaced = "".join(rule.letters for rule in rules() if rule.unspaced)
+    return _ScriptPatterns(
+        terminators=stops,
+        closers=closers,
+        boundary=re.compile("|".join(alternatives)) if alternatives else None,
+        before_unspaced=re.compile(f"(?<![.!?…])[.!?…]++(?=[{unspaced}])") if unspaced else None,
+    )
+
+
+def _candidates(text: str, block_start: int, block_end: int) -> Iterator[tuple[int, re.Match[str] | None]]:
+    """Possible sentence ends in position order: a Latin terminator's match (its context decides), or another
+    script's boundary (None: always an end)."""
+    patterns = _script_patterns()
+    latin = [_SENTENCE_END.finditer(text, block_start, block_end)]
+    if patterns.before_unspaced is not None:
+        latin.append(patterns.before_unspaced.finditer(text, block_start, block_end))
+    streams: list[Iterator[tuple[int, re.Match[str] | None]]] = [
+        ((match.end(), match) for match in stream) for stream in latin
+    ]
+    if patterns.boundary is not None:
+        streams.append((match.end(), None) for match in patterns.boundary.finditer(text, block_start, block_end))
+    if len(streams) == 1:
+        return streams[0]
+    return heapq.merge(*streams, key=lambda candidate: candidate[0])
+
+
 def _split_block(text: str, block_start: int, block_end: int, spans: list[Span]) -> None:
     piece_start = block_start
-    for match in _SENTENCE_END.finditer(text, block_start, block_end):
+    for end, match in _candidates(text, block_start, block_end):
+        if end <= piece_start:
+            continue
+        if match is None:
+            _append_stripped(text, piece_start, end, spans)
+            piece_start = end
+            continue
         if match.end() - piece_start <= 8 and _LIST_NUMBER.fullmatch(text[piece_start : match.end()].strip()):
             continue  # "1. The writer ...": the number belongs to the item it opens
         if _ends_sentence(text, match, block_start, block_end):
@@ -230,7 +300,7 @@ def _ends_sentence(text: str, match: re.Match[str], block_start: int, block_end:
     next_word = following.group(1)
     if next_word[0].islower():
         return False
-    terminator = match.group(1)
+    terminator = match.group(1) if match.re is _SENTENCE_END else match.group(0)
     if terminator != ".":
         return True  # "!", "?", "?!", or an ellipsis before a capital
     token = _previous_token(text, match.start(), block_start).lstrip(_OPENERS)

@@ -1,4 +1,4 @@
-"""Restricting a search to some documents: by doc id, by doc id prefix (a folder), or both.
+"""Restricting a search to some documents: by doc id, by doc id prefix (a folder), by language, or together.
 
 The restriction is applied inside each single-level search (a FAISS id selector, BM25 scores of the allowed
 chunks only), so every technique built on a `View` returns k hits from the chosen documents whenever they hold
@@ -20,22 +20,35 @@ from granrag_mcp.store.catalog import Catalog
 @dataclass(frozen=True)
 class DocFilter:
     """Documents a search may return: those in `doc_ids` (any when None) whose doc_id starts with `doc_prefix`
-    (any when None)."""
+    (any when None) and that are written in `language` (an ISO 639-1 code; any when None)."""
 
     doc_ids: tuple[str, ...] | None = None
     doc_prefix: str | None = None
+    language: str | None = None
 
     @classmethod
-    def of(cls, doc_ids: Sequence[str] | None = None, doc_prefix: str | None = None) -> DocFilter | None:
+    def of(
+        cls, doc_ids: Sequence[str] | None = None, doc_prefix: str | None = None, language: str | None = None
+    ) -> DocFilter | None:
         """The filter the arguments ask for; None when they ask for none."""
         if doc_ids is not None and not doc_ids:
             raise InvalidInputError("doc_ids is empty: leave it out to search every document, or name some")
-        if doc_ids is None and not doc_prefix:
+        if doc_ids is None and not doc_prefix and not language:
             return None
-        return cls(tuple(dict.fromkeys(doc_ids)) if doc_ids is not None else None, doc_prefix or None)
+        ids = tuple(dict.fromkeys(doc_ids)) if doc_ids is not None else None
+        return cls(ids, doc_prefix or None, language.strip().lower() if language else None)
 
     def check(self, catalog: Catalog) -> None:
-        """Unknown doc ids are a mistake the caller should hear about, not an empty result."""
+        """Unknown doc ids, or a language no document is written in, are mistakes the caller should hear about,
+        not an empty result."""
+        if self.language is not None:
+            held = catalog.language_counts()
+            if self.language not in held:
+                shown = ", ".join(sorted(held)) or "none"
+                raise InvalidInputError(
+                    f"no document in language {self.language!r}: the index holds {shown}; pass one of them "
+                    "(ISO 639-1 codes, as in list_documents) or leave language out"
+                )
         if self.doc_ids is None:
             return
         known = catalog.known_documents(self.doc_ids)
@@ -50,5 +63,5 @@ class DocFilter:
 
     def chunk_ids(self, catalog: Catalog, level: Level) -> np.ndarray:
         """The ids of the `level` chunks a filtered search may return."""
-        ids = catalog.chunk_ids_in_documents(level, self.doc_ids, self.doc_prefix)
+        ids = catalog.chunk_ids_in_documents(level, self.doc_ids, self.doc_prefix, self.language)
         return np.asarray(ids, dtype=np.int64)

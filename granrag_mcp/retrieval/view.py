@@ -301,8 +301,11 @@ class View:
 
     # --- discovery ---------------------------------------------------------------------------------------------
 
-    def list_documents(self, prefix: str | None, limit: int, offset: int) -> tuple[list[DocumentInfo], int]:
-        return self.catalog.documents(prefix, limit, offset), self.catalog.count_documents(prefix)
+    def list_documents(
+        self, prefix: str | None, limit: int, offset: int, language: str | None = None
+    ) -> tuple[list[DocumentInfo], int]:
+        documents = self.catalog.documents(prefix, limit, offset, language)
+        return documents, self.catalog.count_documents(prefix, language)
 
     def get_chunks(self, public_ids: Sequence[str]) -> list[Chunk]:
         return self.resolve(public_ids)

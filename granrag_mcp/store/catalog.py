@@ -20,7 +20,8 @@ CREATE TABLE IF NOT EXISTS documents (
     source TEXT NOT NULL,
     text TEXT NOT NULL,
     n_chars INTEGER NOT NULL,
-    n_tokens INTEGER NOT NULL
+    n_tokens INTEGER NOT NULL,
+    language TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,
@@ -53,6 +54,9 @@ CREATE TABLE IF NOT EXISTS pages (
 """
 _OUTLINE_TABLES = ("sections", "pages")
 """Tables a catalog written before documents kept their outline lacks: read as documents without structure."""
+_LANGUAGE_COLUMN = "language"
+"""A column a catalog written before languages were told lacks: its documents' language is unknown (None) until
+the next index run tells it (`fill_languages`)."""
 _CHUNK_COLUMNS = 'id, doc_id, level, seq, start, "end", token_count, parent_id, text'
 _MAX_PARAMS = 900
 T = TypeVar("T")
@@ -65,6 +69,8 @@ class DocumentInfo:
     source: str
     n_chars: int
     n_tokens: int
+    language: str | None = None
+    """ISO 639-1 code ("en", "zh"), "und" when it could not be told, None in a catalog older than languages."""
 
 
 def _chunk(row: tuple) -> Chunk:
@@ -84,6 +90,8 @@ class Catalog:
         self._lock = threading.Lock()
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         self.has_outlines = all(name in tables for name in _OUTLINE_TABLES)
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(documents)")}
+        self.has_languages = _LANGUAGE_COLUMN in columns
 
     @classmethod
     def open_readonly(cls, path: Path) -> Catalog:
@@ -96,6 +104,8 @@ class Catalog:
         db.execute("PRAGMA journal_mode=OFF")  # a crashed build is thrown away whole; durability comes from fsync
         db.execute("PRAGMA synchronous=OFF")
         db.executescript(_SCHEMA)
+        if _LANGUAGE_COLUMN not in {row[1] for row in db.execute("PRAGMA table_info(documents)")}:
+            db.execute(f"ALTER TABLE documents ADD COLUMN {_LANGUAGE_COLUMN} TEXT")  # a base written before it
         return cls(db)
 
     def close(self) -> None:
@@ -108,21 +118,51 @@ class Catalog:
 
     # --- reads -------------------------------------------------------------------------------------------------
 
-    def documents(self, prefix: str | None = None, limit: int = -1, offset: int = 0) -> list[DocumentInfo]:
-        sql = "SELECT doc_id, content_hash, source, n_chars, n_tokens FROM documents"
+    def documents(
+        self, prefix: str | None = None, limit: int = -1, offset: int = 0, language: str | None = None
+    ) -> list[DocumentInfo]:
+        language_column = _LANGUAGE_COLUMN if self.has_languages else "NULL"
+        sql = f"SELECT doc_id, content_hash, source, n_chars, n_tokens, {language_column} FROM documents WHERE 1"
         params: list = []
         if prefix:
-            sql += " WHERE substr(doc_id, 1, ?) = ?"
+            sql += " AND substr(doc_id, 1, ?) = ?"
             params += [len(prefix), prefix]
+        if language:
+            sql += f" AND {language_column} = ?"
+            params.append(language)
         sql += " ORDER BY doc_id LIMIT ? OFFSET ?"
         return [DocumentInfo(*row) for row in self._query(sql, [*params, limit, offset])]
 
-    def count_documents(self, prefix: str | None = None) -> int:
+    def count_documents(self, prefix: str | None = None, language: str | None = None) -> int:
+        sql, params = "SELECT count(*) FROM documents WHERE 1", []
         if prefix:
-            return self._query("SELECT count(*) FROM documents WHERE substr(doc_id, 1, ?) = ?", [len(prefix), prefix])[
-                0
-            ][0]
-        return self._query("SELECT count(*) FROM documents")[0][0]
+            sql += " AND substr(doc_id, 1, ?) = ?"
+            params += [len(prefix), prefix]
+        if language:
+            sql += f" AND {_LANGUAGE_COLUMN if self.has_languages else 'NULL'} = ?"
+            params.append(language)
+        return self._query(sql, params)[0][0]
+
+    def languages(self, doc_ids: Sequence[str] | None = None) -> dict[str, str | None]:
+        """Each document's language (None where the catalog is older than languages): of `doc_ids`, or all."""
+        if not self.has_languages:
+            names = doc_ids if doc_ids is not None else [r[0] for r in self._query("SELECT doc_id FROM documents")]
+            return dict.fromkeys(names)
+        if doc_ids is None:
+            return dict(self._query(f"SELECT doc_id, {_LANGUAGE_COLUMN} FROM documents"))
+        found: dict[str, str | None] = {}
+        for batch in _batches(list(doc_ids)):
+            marks = ",".join("?" * len(batch))
+            sql = f"SELECT doc_id, {_LANGUAGE_COLUMN} FROM documents WHERE doc_id IN ({marks})"
+            found.update(self._query(sql, batch))
+        return found
+
+    def language_counts(self) -> dict[str, int]:
+        """How many documents each language has ("unknown" for documents of a catalog older than languages)."""
+        if not self.has_languages:
+            return {"unknown": self.count_documents()} if self.count_documents() else {}
+        rows = self._query(f"SELECT coalesce({_LANGUAGE_COLUMN}, 'unknown'), count(*) FROM documents GROUP BY 1")
+        return dict(sorted(rows, key=lambda row: (-row[1], row[0])))
 
     def document_text(self, doc_id: str) -> str | None:
         rows = self._query("SELECT text FROM documents WHERE doc_id = ?", [doc_id])
@@ -213,14 +253,20 @@ class Catalog:
                 out[parent_id].append(chunk_id)
         return out
 
-    def chunk_ids_in_documents(self, level: Level, doc_ids: Sequence[str] | None, prefix: str | None) -> list[int]:
+    def chunk_ids_in_documents(
+        self, level: Level, doc_ids: Sequence[str] | None, prefix: str | None, language: str | None = None
+    ) -> list[int]:
         """Ids of the `level` chunks of the documents named in `doc_ids` (all when None) whose doc_id starts with
-        `prefix` (any when None)."""
+        `prefix` (any when None) and that are written in `language` (any when None)."""
         sql = "SELECT id FROM chunks WHERE level = ?"
         params: list[object] = [level]
         if prefix:
             sql += " AND substr(doc_id, 1, ?) = ?"
             params += [len(prefix), prefix]
+        if language:
+            column = _LANGUAGE_COLUMN if self.has_languages else "NULL"
+            sql += f" AND doc_id IN (SELECT doc_id FROM documents WHERE {column} = ?)"
+            params.append(language)
         if doc_ids is None:
             return [row[0] for row in self._query(sql, params)]
         found: list[int] = []
@@ -256,8 +302,9 @@ class Catalog:
     def insert_document(self, info: DocumentInfo, text: str, chunks: Sequence[Chunk], outline: Outline = EMPTY) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
-                (info.doc_id, info.content_hash, info.source, text, info.n_chars, info.n_tokens),
+                "INSERT INTO documents (doc_id, content_hash, source, text, n_chars, n_tokens, language)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (info.doc_id, info.content_hash, info.source, text, info.n_chars, info.n_tokens, info.language),
             )
             self._db.executemany(
                 f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -276,6 +323,20 @@ class Catalog:
                 [(info.doc_id, n, start) for n, start in enumerate(outline.page_starts, 1)],
             )
 
+    def fill_languages(self, detect: Callable[[str], str]) -> int:
+        """Tell the language of every document that has none (carried from a catalog older than languages) by
+        `detect` on its text; how many were told."""
+        missing = [row[0] for row in self._query(f"SELECT doc_id FROM documents WHERE {_LANGUAGE_COLUMN} IS NULL")]
+        for batch in _batches(missing, 100):  # a hundred texts in memory at a time
+            marks = ",".join("?" * len(batch))
+            rows = self._query(f"SELECT doc_id, text FROM documents WHERE doc_id IN ({marks})", batch)
+            with self._lock:
+                self._db.executemany(
+                    f"UPDATE documents SET {_LANGUAGE_COLUMN} = ? WHERE doc_id = ?",
+                    [(detect(text), doc_id) for doc_id, text in rows],
+                )
+        return len(missing)
+
     def commit(self) -> None:
         with self._lock:
             self._db.commit()
@@ -290,6 +351,7 @@ class RememberingCatalog(Catalog):
 
     def __init__(self, catalog: Catalog) -> None:
         self._db, self._lock, self.has_outlines = catalog._db, catalog._lock, catalog.has_outlines
+        self.has_languages = catalog.has_languages
         self._chunks: dict[int, Chunk | None] = {}
         self._outline: dict[int, tuple[Level, int | None] | None] = {}
         self._children: dict[int, list[int]] = {}

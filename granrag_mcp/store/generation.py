@@ -29,6 +29,7 @@ from granrag_mcp.store.store import CATALOG_FILE, Snapshot, carry_ranker, lexica
 from granrag_mcp.store.token_vectors import TokenVectors
 from granrag_mcp.store.vector_index import VectorIndex
 from granrag_mcp.store.writer import StoreWriter
+from granrag_mcp.text.language import UNDETERMINED, detect_language
 
 
 @dataclass
@@ -187,6 +188,8 @@ class GenerationBuilder:
         """Write the vector, BM25 and token-vector files; the generation's counts."""
         catalog = self.catalog
         try:
+            catalog.fill_languages(detect_language)  # documents carried from a catalog older than languages
+            languages = catalog.languages()
             for level in LEVELS:
                 index = self.indexes.pop(level)
                 index.remove(np.asarray(self.stale[level], dtype=np.int64))
@@ -197,7 +200,11 @@ class GenerationBuilder:
                 progress.level_written(level, len(index))
                 del index
                 level_chunks = catalog.chunks_of_level(level)
-                lexical = LexicalIndex.build([c.id for c in level_chunks], [c.text for c in level_chunks])
+                lexical = LexicalIndex.build(
+                    [c.id for c in level_chunks],
+                    [c.text for c in level_chunks],
+                    languages=[languages.get(c.doc_id) or UNDETERMINED for c in level_chunks],
+                )
                 del level_chunks
                 lexical.write(self.folder / lexical_file(level))
             write_token_vectors(

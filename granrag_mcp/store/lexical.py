@@ -10,41 +10,21 @@ Kept rather than the bm25s library, which computes the same scores from the same
 (benchmarks/bench_lexical.py) this builds in about three quarters of the time at 60% of the peak memory, opens
 in milliseconds with 75 MiB less resident memory (bm25s reads its whole vocabulary into a dict), and searches as
 fast as bm25s's scoring alone (12 times faster than its `retrieve`).
+
+Each chunk's terms come from `text/analysis` by its document's language; the index keeps the languages it was
+analysed in, so a query is analysed the same ways. An index written before languages were told has no such file
+and was analysed as English throughout.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-_WORD = re.compile(r"\w\w+")
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can did do does doing down during each few for from further had has have having he her
-    here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
-    now of off on once only or other our ours ourselves out over own same she should so some such than that the
-    their theirs them themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves""".split()
-)
-
-
-def analyse(text: str) -> list[str]:
-    """Lower-cased words of two or more characters, stopwords dropped, plural endings folded."""
-    terms = []
-    for word in _WORD.findall(text.lower()):
-        if word in STOPWORDS:
-            continue
-        if len(word) > 4 and word.endswith("ies"):
-            word = word[:-3] + "y"
-        elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-            word = word[:-1]
-        terms.append(word)
-    return terms
-
+from granrag_mcp.text.analysis import LEGACY, analyse, analysis_language, query_terms
 
 WEIGHT_TYPE = np.float16
 """Stored BM25 weights. They stay below 50 even at a billion chunks, which float16 holds to 3 significant digits
@@ -93,12 +73,15 @@ class LexicalIndex:
         indices: np.ndarray,
         indptr: np.ndarray,
         term_dict: bool = True,
+        languages: Sequence[str] = (LEGACY,),
     ) -> None:
         """`data`, `indices`, `indptr`: the CSC arrays of the chunk x term weight matrix (column j = vocabulary[j]).
 
-        `vocabulary` is sorted; without `term_dict` terms are found in it by binary search.
+        `vocabulary` is sorted; without `term_dict` terms are found in it by binary search. `languages`: the
+        analyses its terms came from, which a query is analysed by.
         """
         self.ids = ids
+        self.languages = tuple(languages)
         self.vocabulary = vocabulary
         self.data, self.indices, self.indptr = data, indices, indptr
         self._term_index = {term: i for i, term in enumerate(vocabulary.tolist())} if term_dict else None
@@ -107,12 +90,22 @@ class LexicalIndex:
         return len(self.ids)
 
     @classmethod
-    def build(cls, ids: Sequence[int], texts: Sequence[str], k1: float = BM25_K1, b: float = BM25_B) -> LexicalIndex:
+    def build(
+        cls,
+        ids: Sequence[int],
+        texts: Sequence[str],
+        k1: float = BM25_K1,
+        b: float = BM25_B,
+        languages: Sequence[str] | None = None,
+    ) -> LexicalIndex:
+        """The index of `texts` (chunk `ids`), each analysed by its language in `languages` (ISO 639-1 codes beside
+        `texts`; all English when None)."""
         term_index: dict[str, int] = {}
         rows, cols, counts = [], [], []
         lengths = np.zeros(len(texts), dtype=np.float32)
+        kinds = [analysis_language(language) for language in languages] if languages is not None else None
         for row, text in enumerate(texts):
-            terms = analyse(text)
+            terms = analyse(text, kinds[row]) if kinds is not None else analyse(text)
             lengths[row] = len(terms)
             for term, count in Counter(terms).items():
                 rows.append(row)
@@ -138,6 +131,7 @@ class LexicalIndex:
             weights[order],
             rows_arr[order].astype(row_type(n_docs)),
             indptr.astype(np.int32 if len(rows) < 2**31 else np.int64),
+            languages=sorted(set(kinds)) if kinds else (LEGACY,),
         )
 
     def _columns(self, terms: list[str]) -> list[int]:
@@ -152,7 +146,8 @@ class LexicalIndex:
         return [int(p) for p, t in zip(positions, wanted) if p < len(self.vocabulary) and self.vocabulary[p] == t]
 
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many chunks hold each term (terms as `analyse` writes them); terms the index lacks are left out."""
+        """How many chunks hold each term (terms as `text.analysis.analyse` writes them); terms the index lacks are
+        left out."""
         out = {}
         for term in set(terms):
             columns = self._columns([term])
@@ -160,9 +155,13 @@ class LexicalIndex:
                 out[term] = int(self.indptr[columns[0] + 1] - self.indptr[columns[0]])
         return out
 
+    def query_terms(self, query: str) -> list[str]:
+        """The query's terms under every analysis the index was built with."""
+        return query_terms(query, self.languages)
+
     def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The k best-scoring chunks; with `allowed` (chunk ids), the k best among those only."""
-        columns = self._columns(analyse(query))
+        columns = self._columns(self.query_terms(query))
         if not columns or k <= 0 or not len(self.ids):
             return []
         # The query terms' columns summed straight from the CSC arrays: only their pages of a mapped file are read.
@@ -184,6 +183,9 @@ class LexicalIndex:
         for name, target in zip(ARRAYS, array_files(path)):
             with open(target, "wb") as handle:
                 np.save(handle, getattr(self, name), allow_pickle=False)
+        if self.languages != (LEGACY,):  # an English index stays byte for byte what it was
+            with open(languages_file(path), "wb") as handle:
+                np.save(handle, np.array(self.languages, dtype=str), allow_pickle=False)
 
     @classmethod
     def read(cls, path: Path, map_from_bytes: int = MAP_FROM_BYTES) -> LexicalIndex:
@@ -194,7 +196,9 @@ class LexicalIndex:
         files = array_files(path)
         mapped = sum(file.stat().st_size for file in files) >= map_from_bytes
         ids, vocabulary, data, indices, indptr = (_load(file, mapped) for file in files)
-        return cls(ids, vocabulary, data, indices, indptr, term_dict=not mapped)
+        analysed = languages_file(path)
+        languages = np.load(analysed, allow_pickle=False).tolist() if analysed.is_file() else [LEGACY]
+        return cls(ids, vocabulary, data, indices, indptr, term_dict=not mapped, languages=languages)
 
 
 ARRAYS = ("ids", "vocabulary", "data", "indices", "indptr")
@@ -204,6 +208,11 @@ ARRAYS = ("ids", "vocabulary", "data", "indices", "indptr")
 def array_files(path: Path) -> list[Path]:
     """The files of the index named `path`: `<path>.<array>.npy` beside it, in the order of `ARRAYS`."""
     return [path.with_name(f"{path.name}.{name}.npy") for name in ARRAYS]
+
+
+def languages_file(path: Path) -> Path:
+    """The analyses a non-English index was built with (absent: English alone, as every index before them)."""
+    return path.with_name(f"{path.name}.languages.npy")
 
 
 def _load(file: Path, mapped: bool) -> np.ndarray:

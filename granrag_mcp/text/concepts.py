@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from granrag_mcp.text.analysis import LEGACY, analysis_language
 from granrag_mcp.text.words import CONNECTORS, MAX_WORDS, NAME_STOP, STOP, concept_key, fold, strip_possessive, tokens
 
 MAX_TERM_WORDS = 3
@@ -74,8 +75,9 @@ def _terms(run: list[str]) -> Iterable[str]:
         yield " ".join(run[-width:])
 
 
-def candidates(text: str) -> Iterable[str]:
-    """Every name and term of a text as written (possessives dropped), in reading order, with repeats."""
+def candidates(text: str, with_terms: bool = True) -> Iterable[str]:
+    """Every name and term of a text as written (possessives dropped), in reading order, with repeats; names only
+    without `with_terms`."""
     name: list[str] = []
     term: list[str] = []
     after = ""  # the word before the current run of lower-case content words
@@ -89,7 +91,8 @@ def candidates(text: str) -> Iterable[str]:
         else:
             yield from _names(name)
             name = []
-        if word[:1].isalpha() and word.islower() and lower not in STOP and len(word) > 2 and not _verb(word):
+        content = word[:1].isalpha() and word.islower() and lower not in STOP and len(word) > 2
+        if with_terms and content and not _verb(word):
             term.append(word)
         else:
             yield from _terms(term[1:] if _verb_first(after) else term)
@@ -101,10 +104,13 @@ def candidates(text: str) -> Iterable[str]:
             name, term, after = [], [], "the"  # a possessive is a determiner: "Tesla's laboratory"
 
 
-def extract(text: str) -> list[tuple[str, str]]:
-    """A text's concepts as (key, surface form), the most frequent surface of each key, most frequent key first."""
+def extract(text: str, language: str = LEGACY) -> list[tuple[str, str]]:
+    """A text's concepts as (key, surface form), the most frequent surface of each key, most frequent key first.
+
+    Terms (runs of lower-case content words) are found by English stop words and verb endings, so a text in
+    another language gives its names only (capitalised runs; none in a script without case, such as Chinese)."""
     surfaces: dict[str, dict[str, int]] = {}
-    for phrase in candidates(text):
+    for phrase in candidates(text, with_terms=analysis_language(language) == LEGACY):
         key = concept_key(phrase)
         if key is not None:
             forms = surfaces.get(key)

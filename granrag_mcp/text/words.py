@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from granrag_mcp.store.lexical import STOPWORDS as _LEXICAL_STOPWORDS
+from granrag_mcp.text.analysis import STOPWORDS as _LEXICAL_STOPWORDS
+from granrag_mcp.text.analysis import fold_plural
 
 MAX_WORDS = 6
 """Longest concept in words ("Westinghouse Electric Manufacturing Company" is four)."""
@@ -61,12 +62,7 @@ def strip_possessive(word: str) -> str:
 @lru_cache(maxsize=1 << 17)  # a corpus repeats its words: fold each spelling once
 def fold(word: str) -> str:
     """One word as part of a concept key: lower case, a possessive and a plural ending folded (the BM25 rule)."""
-    word = strip_possessive(normalise(word).lower()).strip("-")
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
+    return fold_plural(strip_possessive(normalise(word).lower()).strip("-"))
 
 
 @lru_cache(maxsize=1 << 17)

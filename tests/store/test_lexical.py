@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from granrag_mcp.store import lexical
-from granrag_mcp.store.lexical import ARRAYS, LexicalIndex, analyse, array_files, row_type
+from granrag_mcp.store.lexical import ARRAYS, LexicalIndex, array_files, row_type
+from granrag_mcp.text.analysis import analyse
 
 TEXTS = [
     "The quasar emits radio waves.",
@@ -148,3 +149,41 @@ def test_half_precision_weights_rank_as_single_precision_ones(monkeypatch):
         exact_of = dict(expected)
         scores_in_order = [exact_of.get(chunk_id, 0.0) for chunk_id, _ in got]
         assert all(a >= b * (1 - 2e-3) for a, b in zip(scores_in_order, scores_in_order[1:]))
+
+
+MIXED = {
+    1: ("The river floods every spring.", "en"),
+    2: ("这条河每年春天都会泛滥。", "zh"),
+    3: ("नदी हर वसंत में बाढ़ लाती है।", "hi"),
+    4: ("Река разливается каждую весну.", "ru"),
+}
+
+
+def mixed_index() -> LexicalIndex:
+    return LexicalIndex.build(
+        list(MIXED), [text for text, _ in MIXED.values()], languages=[lang for _, lang in MIXED.values()]
+    )
+
+
+@pytest.mark.parametrize(
+    "query, expected", [("春天泛滥", 2), ("floods", 1), ("वसंत में बाढ़", 3), ("весной разливаются реки", 4)]
+)
+def test_each_chunk_is_analysed_by_its_language_and_a_query_finds_it_in_any(query, expected):
+    assert mixed_index().search(query, 1)[0][0] == expected
+
+
+def test_the_languages_an_index_was_analysed_in_are_kept_with_it(tmp_path):
+    mixed_index().write(tmp_path / "m.bm25")
+    loaded = LexicalIndex.read(tmp_path / "m.bm25")
+    assert loaded.languages == ("en", "hi", "ru", "zh")
+    assert loaded.search("春天泛滥", 1)[0][0] == 2
+
+
+def test_an_english_index_is_written_as_before_and_an_old_index_reads_as_english(tmp_path):
+    english = LexicalIndex.build([1, 2], ["Rivers flood.", "Farmers plant rice."], languages=["en", "und"])
+    english.write(tmp_path / "e.bm25")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f.name for f in array_files(tmp_path / "e.bm25"))
+    loaded = LexicalIndex.read(tmp_path / "e.bm25")
+    assert loaded.languages == ("en",)
+    assert loaded.search("rivers", 1)[0][0] == 1
+    assert loaded.query_terms("rivers flooded") == analyse("rivers flooded")

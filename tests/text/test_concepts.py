@@ -59,3 +59,14 @@ def test_the_matcher_finds_every_key_of_a_run_whose_leading_words_are_no_key() -
     spans = matcher.spans("An alternating current motor design")
     assert spans == [(0, 1, 4), (1, 2, 3), (3, 2, 5), (2, 3, 4)]  # by first word, then by length
     assert matcher.spans("alternating current") == [(1, 1, 2)]  # a key's leading words alone are no match
+
+
+def test_a_text_in_another_language_gives_its_names_but_no_english_terms() -> None:
+    russian = "Старая мельница стояла на берегу реки. Иван Петров жил в Москве."
+    found = {key for key, _ in extract(russian, "ru")}
+    assert {"иван петров", "москве"} <= found
+    assert not found & {"мельница", "берегу", "реки"}  # lower-case words: terms by English rules, left out
+    assert extract("这座石桥建于明朝。附近的农民在桥下种植水稻。", "zh") == []
+    assert keys("Rolling friction is weaker than sliding friction.") == {
+        key for key, _ in extract("Rolling friction is weaker than sliding friction.", "en")
+    }

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import Stemmer
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST
 from granrag_mcp.records import Chunk
-from granrag_mcp.store.lexical import analyse, bm25_weights, idf
+from granrag_mcp.store.lexical import bm25_weights, idf
+from granrag_mcp.text.analysis import LEGACY, analyse, analysis_language, ranker_terms
+from granrag_mcp.text.analysis import stem as stem_words
 
 WINDOWS = (1, 2, 3)
 """Runs of consecutive sentences the coverage features look at."""
@@ -61,15 +62,10 @@ TOKEN_FEATURES = ("maxsim_best", "maxsim_top3", "maxsim_gap")
 tokens of the best cosine against the sentence's tokens), of the best sentence and the mean of the best three."""
 KNOWN_FEATURES = ALL_FEATURES + TOKEN_FEATURES
 
-_local = threading.local()  # one stemmer per thread: a PyStemmer object must not be shared between threads
-
 
 def stem(words: Sequence[str]) -> list[str]:
-    """English Snowball stems (PyStemmer), with its cache of recent words."""
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = _local.stemmer = Stemmer.Stemmer("english")
-    return stemmer.stemWords(list(words))
+    """English Snowball stems (PyStemmer), the stems of English text."""
+    return stem_words(words, LEGACY)
 
 
 STEM_CACHE_SIZE = 200_000
@@ -80,20 +76,19 @@ _stem_cache: OrderedDict[tuple[int, str], list[str]] = OrderedDict()
 _stem_lock = threading.Lock()
 
 
-def sentence_stems(ids: Sequence[int], texts: Sequence[str]) -> list[list[str]]:
-    """`stem(analyse(text))` of each sentence: remembered ones reused, the rest stemmed in one call."""
+def sentence_stems(ids: Sequence[int], texts: Sequence[str], languages: Sequence[str] | None = None) -> list[list[str]]:
+    """`ranker_terms(text, language)` of each sentence (English when `languages` is None): remembered ones
+    reused."""
     keys = list(zip(ids, texts))
+    language_of = dict(zip(keys, languages)) if languages is not None else {}
     with _stem_lock:
         known = {key: _stem_cache[key] for key in keys if key in _stem_cache}
-    missing = [(key, analyse(key[1])) for key in dict.fromkeys(keys) if key not in known]
+    missing = [key for key in dict.fromkeys(keys) if key not in known]
     if missing:
-        flat = stem([w for _, words in missing for w in words])
-        begin = 0
-        for key, words in missing:
-            known[key] = flat[begin : begin + len(words)]
-            begin += len(words)
+        for key in missing:
+            known[key] = ranker_terms(key[1], language_of.get(key, LEGACY))
         with _stem_lock:
-            for key, _ in missing:
+            for key in missing:
                 _stem_cache[key] = known[key]
             while len(_stem_cache) > STEM_CACHE_SIZE:
                 _stem_cache.popitem(last=False)
@@ -108,18 +103,22 @@ class QueryTerms:
 
 
 def query_terms(view: Any, query: str) -> QueryTerms:
-    terms = analyse(query)
+    """The query's stems under every language the sentence index was analysed in, each weighted by the IDF of its
+    BM25 term there, and its pairs of consecutive stems."""
     index = view.snapshot.lexical[FINEST]
-    frequencies = index.document_frequencies(terms)
     n = len(index)
     weights: dict[str, float] = {}
-    stems = stem(terms)
-    for term, s in zip(terms, stems):
-        df = frequencies.get(term, 0)
-        weights[s] = max(weights.get(s, 0.0), float(idf(n, df)))
+    bigrams: dict[tuple[str, str], None] = {}
+    for language in index.languages:
+        terms = analyse(query, language)
+        frequencies = index.document_frequencies(terms)
+        stems = ranker_terms(query, language)
+        for term, s in zip(terms, stems):
+            df = frequencies.get(term, 0)
+            weights[s] = max(weights.get(s, 0.0), float(idf(n, df)))
+        bigrams.update(dict.fromkeys((a, b) for a, b in zip(stems, stems[1:]) if a != b))
     distinct = list(weights)
-    bigrams = list(dict.fromkeys((a, b) for a, b in zip(stems, stems[1:]) if a != b))
-    return QueryTerms(distinct, np.array([weights[s] for s in distinct], dtype=np.float64), bigrams)
+    return QueryTerms(distinct, np.array([weights[s] for s in distinct], dtype=np.float64), list(bigrams))
 
 
 @dataclass
@@ -132,6 +131,7 @@ class Sentences:
     token_counts: np.ndarray
     bounds: list[tuple[int, int]]
     ids: list[int] | None = None  # their chunk ids, which let their stems be remembered
+    languages: list[str] | None = None  # the analysis of each (its document's language); English when None
 
     def of(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         begin, end = self.bounds[n]
@@ -148,6 +148,7 @@ class CandidateReads:
         self._members: dict[int, list[int]] = {}  # candidate id -> its sentence ids in document order
         self._sentences: dict[int, Chunk] = {}
         self._vectors: dict[int, np.ndarray] = {}
+        self._doc_languages: dict[str, str] = {}
 
     def chunks(self, ids: Sequence[int]) -> dict[int, Chunk]:
         """The chunks of `ids` the catalog holds; one catalog query for those not read yet."""
@@ -173,10 +174,13 @@ class CandidateReads:
         counts: list[int] = []
         bounds: list[tuple[int, int]] = []
         sentence_ids: list[int] = []
+        languages = self._languages(chunks)
+        sentence_languages: list[str] = []
         for chunk in chunks:
             ids = [i for i in self._members[chunk.id] if i in self._sentences]
             bounds.append((len(texts), len(texts) + len(ids)))
             sentence_ids.extend(ids)
+            sentence_languages.extend([languages[chunk.doc_id]] * len(ids))
             texts.extend(self._sentences[i].text for i in ids)
             rows.extend(self._vectors[i] for i in ids)
             counts.extend(self._sentences[i].token_count for i in ids)
@@ -184,7 +188,16 @@ class CandidateReads:
         vectors = (
             np.array(rows, dtype=np.float32).reshape(len(rows), -1) if rows else np.zeros((0, dimension), np.float32)
         )
-        return Sentences(texts, vectors, np.array(counts, dtype=np.float32), bounds, sentence_ids)
+        counted = np.array(counts, dtype=np.float32)
+        return Sentences(texts, vectors, counted, bounds, sentence_ids, sentence_languages)
+
+    def _languages(self, chunks: Sequence[Chunk]) -> dict[str, str]:
+        """The analysis language of each candidate's document, read once per document."""
+        missing = [d for d in dict.fromkeys(c.doc_id for c in chunks) if d not in self._doc_languages]
+        if missing:
+            told = self.view.catalog.languages(missing)
+            self._doc_languages.update({d: analysis_language(told.get(d)) for d in missing})
+        return self._doc_languages
 
     def sentence_vectors(self, chunks: Sequence[Chunk]) -> list[tuple[np.ndarray, np.ndarray]]:
         """`View.sentence_vectors` from these reads: each chunk's sentence vectors and token counts, in arrays of
@@ -224,9 +237,10 @@ def inside_features(
     pairs = np.zeros((len(sentences.texts), max(len(query.bigrams), 1)), dtype=bool)
     lengths = np.zeros(len(sentences.texts), dtype=np.float64)
     if sentences.ids is not None:
-        analysed = sentence_stems(sentences.ids, sentences.texts)
+        analysed = sentence_stems(sentences.ids, sentences.texts, sentences.languages)
     else:
-        analysed = [stem(analyse(text)) for text in sentences.texts]
+        languages = sentences.languages or [LEGACY] * len(sentences.texts)
+        analysed = [ranker_terms(text, language) for text, language in zip(sentences.texts, languages)]
     for row, stems in enumerate(analysed):
         lengths[row] = len(stems)
         for s in stems:

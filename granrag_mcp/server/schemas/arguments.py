@@ -53,6 +53,15 @@ DocPrefix = Annotated[
         max_length=1000, description="Only search documents whose doc_id starts with this, such as a folder 'notes/'."
     ),
 ]
+Language = Annotated[
+    str | None,
+    Field(
+        min_length=2,
+        max_length=8,
+        description="Only search documents in this language: an ISO 639-1 code such as 'en' or 'zh', as "
+        "list_documents shows them.",
+    ),
+]
 DiversifyMethod = Annotated[
     Literal["none", "mmr", "kmeans"],
     Field(

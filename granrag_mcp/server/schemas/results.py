@@ -88,6 +88,9 @@ class Hit(_Model):
     )
     pages: Pages = None
     section: list[str] = Field(default_factory=list, description=SECTION_DESCRIPTION)
+    language: str | None = Field(
+        None, description="Language of the chunk's document (ISO 639-1, 'und' when unsure); absent where unknown."
+    )
 
     @classmethod
     def of(
@@ -217,11 +220,14 @@ class DocumentInfo(_Model):
     source: str = Field(description="Path of the file the document was read from.")
     n_chars: int
     n_tokens: int
+    language: str | None = Field(
+        None, description="Language it is written in (ISO 639-1, 'und' when unsure); absent where unknown."
+    )
 
 
 class DocumentList(_Model):
     generation: int
-    total: int = Field(description="Documents matching the prefix in all (for paging with offset).")
+    total: int = Field(description="Documents matching the prefix and language in all (for paging with offset).")
     offset: int
     documents: list[DocumentInfo]
 

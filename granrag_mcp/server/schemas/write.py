@@ -53,6 +53,11 @@ class IndexStatus(_Model):
     generation: int = Field(description="The generation being served; 0 while the library is empty.")
     documents: int = Field(description="Documents in the index.")
     chunks: dict[str, int] = Field(description="Chunks per level (broad, mid, narrow).")
+    languages: dict[str, int] = Field(
+        default_factory=dict,
+        description="Documents per language (ISO 639-1; 'und' when unsure, 'unknown' for documents indexed before "
+        "languages were told).",
+    )
     running: RunningJob | None = Field(None, description="The run in progress in this server; absent when none.")
     last_run: RunResult | None = Field(None, description="The last run this server finished; absent when none yet.")
     allowed_roots: list[str] = Field(description="Folders index_paths may read.")

@@ -28,21 +28,27 @@ def register(server: MCPServer, budget: int) -> None:
         ] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Page size (1-500).")] = 50,
         offset: Annotated[int, Field(ge=0, le=1_000_000_000, description="Documents to skip, for paging.")] = 0,
+        language: Annotated[
+            str | None,
+            Field(min_length=2, max_length=8, description="Only documents in this language (ISO 639-1, such as 'zh')."),
+        ] = None,
     ) -> DocumentList:
-        """The indexed documents (doc_id, source path, size in characters and tokens), sorted by doc_id, with the
-        total count for paging. Use a doc_id prefix to narrow to a folder.
+        """The indexed documents (doc_id, source path, size in characters and tokens, language), sorted by doc_id,
+        with the total count for paging. Use a doc_id prefix to narrow to a folder, a language to one language.
         """
         holder = holder_of(ctx)
         if holder.empty():  # a writing server started on an empty store, before its first index_paths
             return DocumentList(generation=0, total=0, offset=offset, documents=[])
         view, _ = holder.view()
-        documents, total = view.list_documents(prefix, limit, offset)
+        documents, total = view.list_documents(prefix, limit, offset, language.strip().lower() if language else None)
         return DocumentList(
             generation=view.snapshot.generation,
             total=total,
             offset=offset,
             documents=[
-                DocumentInfo(doc_id=d.doc_id, source=d.source, n_chars=d.n_chars, n_tokens=d.n_tokens)
+                DocumentInfo(
+                    doc_id=d.doc_id, source=d.source, n_chars=d.n_chars, n_tokens=d.n_tokens, language=d.language
+                )
                 for d in documents
             ],
         )

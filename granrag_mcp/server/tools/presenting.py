@@ -88,8 +88,11 @@ def hits_result(
 ) -> SearchResult:
     packing = pack([h.chunk.text for h in hits], max_tokens, tokenizer)
     cited = cite_chunks(view, [h.chunk for h in hits])
+    languages = view.catalog.languages([h.chunk.doc_id for h in hits]) if hits else {}
     models = [
-        Hit.of(h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated, h.cluster, h.folded, cited[h.chunk.id])
+        Hit.of(
+            h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated, h.cluster, h.folded, cited[h.chunk.id]
+        ).model_copy(update={"language": languages.get(h.chunk.doc_id)})
         for h, p in zip(hits, packing.pieces)
     ]
     fields: dict[str, Any] = dict(

@@ -21,6 +21,7 @@ from granrag_mcp.server.schemas.arguments import (
     DocIds,
     DocPrefix,
     ExcludeSeen,
+    Language,
     Lexical,
     MaxTokens,
     MmrLambda,
@@ -46,6 +47,7 @@ def register(server: MCPServer, budget: int) -> None:
         lexical: Lexical = None,
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
+        language: Language = None,
         max_tokens: MaxTokens = budget,
         diversify: DiversifyMethod = "none",
         mmr_lambda: MmrLambda = 0.5,
@@ -80,6 +82,7 @@ def register(server: MCPServer, budget: int) -> None:
         lexical: Lexical = None,
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
+        language: Language = None,
         max_tokens: MaxTokens = budget,
         diversify: DiversifyMethod = "none",
         mmr_lambda: MmrLambda = 0.5,
@@ -130,6 +133,7 @@ def register(server: MCPServer, budget: int) -> None:
         ] = "mid",
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
+        language: Language = None,
         max_tokens: MaxTokens = budget,
         diversify: DiversifyMethod = "none",
         mmr_lambda: MmrLambda = 0.5,
@@ -191,13 +195,14 @@ def register(server: MCPServer, budget: int) -> None:
         rerank_n: Annotated[int, Field(ge=1, le=100, description="Mid candidates the reranker scores (1-100).")] = 20,
         doc_ids: DocIds = None,
         doc_prefix: DocPrefix = None,
+        language: Language = None,
         max_tokens: MaxTokens = budget,
     ) -> RankedResult:
         """Hierarchical rerank retrieval in one call: finds sentences and mid chunks, reranks the mid chunks, and
         returns their broad passages best first, each with `evidence` (the mid chunk ids that led to it). Use it
         for questions that need a full passage but where the answer hides in one paragraph.
         """
-        view = view.filtered(DocFilter.of(doc_ids, doc_prefix))
+        view = view.filtered(DocFilter.of(doc_ids, doc_prefix, language))
         result = hrr(view, query, k, sentence_k, mid_k, rerank_n)
         out = hits_result(view, tokens, result.hits, max_tokens, result.reranker)
         return out.model_copy(update={"weights": hrr_weights(view)})  # type: ignore[return-value]

@@ -30,6 +30,7 @@ class SearchOptions:
     diversify: str = "none"
     mmr_lambda: float = 0.5
     exclude_seen: bool = False
+    language: str | None = None
 
 
 Options = Annotated[SearchOptions, Resolve(SearchOptions)]
@@ -49,7 +50,7 @@ def session_search(
     selects, and `used(view, depth)` names the weights, depths and RRF constant of its fused lists; the rest is the
     same for every search tool."""
     holder, tokens = current.holder, current.tokens
-    view = current.view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix))
+    view = current.view.filtered(DocFilter.of(options.doc_ids, options.doc_prefix, options.language))
     memory = holder.queries.of(ctx, MEMORY_HANDLE.get())
     exclude_seen = options.exclude_seen and memory is not None
     depth = candidate_depth(k, options.diversify, exclude_seen)

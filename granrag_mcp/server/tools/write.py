@@ -169,15 +169,17 @@ def register(server: MCPServer, budget: int) -> None:
         """
         holder = holder_of(ctx)
         roots, origin = await allowed_roots(ctx, holder.settings.allowed_root_paths)
-        generation, counts = 0, {}
+        generation, counts, languages = 0, {}, {}
         if not await anyio.to_thread.run_sync(holder.empty):
             view, _ = await anyio.to_thread.run_sync(holder.view)
             generation, counts = view.snapshot.generation, view.snapshot.manifest.counts
+            languages = await anyio.to_thread.run_sync(view.catalog.language_counts)
         running = runs.running
         return IndexStatus(
             generation=generation,
             documents=counts.get("documents", 0),
             chunks={level: counts.get(level, 0) for level in ("broad", "mid", "narrow")},
+            languages=languages,
             running=running.info() if running else None,
             last_run=runs.last,
             allowed_roots=[str(r) for r in roots],

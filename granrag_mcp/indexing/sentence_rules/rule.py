@@ -1,0 +1,22 @@
+"""One script family's sentence rule, as data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptRule:
+    name: str
+    full_stops: str = ""
+    """Marks that end a sentence wherever they stand, with or without a space after them."""
+    closers: str = ""
+    """Closing quotes and brackets that stay with the sentence a full stop ends."""
+    letters: str = ""
+    """A regular-expression character class body for the script's letters (and its combining marks)."""
+    unspaced: bool = False
+    """The script writes no space between sentences: a Latin ". ! ?" right before its letters ends a sentence."""
+    marks_after_letters: str = ""
+    """Marks that end a sentence only between two words of the script (Greek ";" is its "?")."""
+    space_ends_sentences: bool = False
+    """A space between two of the script's letters parts sentences (the script has no sentence punctuation)."""
