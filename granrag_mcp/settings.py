@@ -272,6 +272,13 @@ class LimitSettings(BaseModel):
     max_files: int = Field(
         200_000, ge=1, description="Files one run takes from its folders; the rest are skipped with a warning."
     )
+    file_seconds: float = Field(
+        60.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="Seconds reading one file's text may take; a slower file is skipped with a warning and the run "
+        "goes on without it (0: no limit).",
+    )
     index_group_chars: int = Field(
         2_000_000,
         ge=1,

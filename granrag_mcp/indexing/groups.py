@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.discovery import SourceFile, text_of
 from granrag_mcp.indexing.documents import NewDocument, chunk_text
-from granrag_mcp.indexing.extract import ExtractedText, extract_text
+from granrag_mcp.indexing.extract import ExtractedText
 from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument
 from granrag_mcp.indexing.sentences import check_sentence_cap
 from granrag_mcp.indexing.structure import outline_of
 from granrag_mcp.indexing.summary import IndexSummary, Stopwatch
+from granrag_mcp.indexing.waiting import extract_waiting
 from granrag_mcp.progress import EXTRACTING, Progress
 from granrag_mcp.settings import Settings
 from granrag_mcp.tokens import Tokenizer
@@ -108,6 +109,9 @@ class GroupReader:
             if group.documents:
                 yield group
 
+    def _extract(self, source: SourceFile) -> ExtractedText:
+        return extract_waiting(source, self.settings.file_seconds, self.progress)
+
     @staticmethod
     def _empty(outcomes: list[PreparedDocument] | None) -> DocumentGroup:
         return DocumentGroup(prepared=[] if outcomes is not None else None)
@@ -120,7 +124,7 @@ class GroupReader:
         summary = self.summary
         with self.clock.stage("extract"):
             try:
-                extracted = outcome.result(source) if outcome is not None else extract_text(source)
+                extracted = outcome.result(source) if outcome is not None else self._extract(source)
                 check_sentence_cap(source.path, extracted.text, self.max_sentences)
             except ExtractionError as exc:
                 log.warning("skipped %s: %s", source.path, exc.reason)

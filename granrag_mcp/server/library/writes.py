@@ -206,9 +206,12 @@ class RunProgress(Progress):
         self._reported = 0.0
         self._write_steps = 0
 
-    def _advance(self, share: float, stage: str, force: bool = False) -> None:
+    def check(self) -> None:
         if self._cancelled.is_set():
             raise RunCancelled("the run was cancelled")
+
+    def _advance(self, share: float, stage: str, force: bool = False) -> None:
+        self.check()
         self._run.progress = max(self._run.progress, min(share, 1.0))
         self._run.stage = stage
         now = time.monotonic()
