@@ -6,7 +6,8 @@ bytes are unchanged keep their chunks, new and changed ones are indexed, documen
 removed, and the result is one generation committed by the store's single writer, or none when nothing changed.
 A run killed at any moment leaves the last committed generation current (the writer removes the half-built one).
 
-The folders are watched with watchfiles (inotify, FSEvents or ReadDirectoryChangesW: an idle watch does no work).
+The folders the index walks are watched with watchfiles (inotify, FSEvents or ReadDirectoryChangesW), each on its
+own: an idle watch only checks, twice a second, that its folders are still there.
 A batch of changes is taken once no file has been written for `library_settle` seconds, so a file still being
 written, or an editor's save in several steps (a temporary file renamed over the original), is read once, whole;
 hidden names and editors' temporary files (swap, backup, lock and partial-download names) start no run. Before a
@@ -48,6 +49,9 @@ TEMPORARY_NAME = re.compile(
 """Names editors and downloaders write while they work: a change to one of them starts no run."""
 RETRY_SECONDS = 5.0
 """How soon a run that found the store busy (another writer) is tried again, with or without a new change."""
+LOOK_SECONDS = 0.5
+"""How often a quiet watch looks whether its folders are still there and whether a look is due: a walk just after
+the watch is set up again (changes made while it was not there) or a retry of a busy run."""
 BATCH_SECONDS = 60.0
 """A folder written without pause for this long is indexed as it stands; the next quiet moment indexes the rest."""
 
@@ -308,6 +312,7 @@ class LibrarySync:
         """Sync after each quiet moment until `stop` is set, or until a library folder vanishes (its watch is then
         set up again once it is back)."""
         pending = True  # the first quiet moment looks again (a walk) for what changed before the watch began
+        due = 0.0  # when a pending look may run: at once, or after RETRY_SECONDS for a busy store
         watched = self._folder_identities()
         folders = self.watched_folders()
         for changes in watchfiles.watch(
@@ -316,7 +321,7 @@ class LibrarySync:
             step=round(self.settings.library_settle * 1000),
             debounce=round(BATCH_SECONDS * 1000),
             stop_event=self.stop,
-            rust_timeout=round(RETRY_SECONDS * 1000),
+            rust_timeout=round(LOOK_SECONDS * 1000),
             yield_on_timeout=True,
             raise_interrupt=False,
             force_polling=force_polling,
@@ -326,7 +331,7 @@ class LibrarySync:
                 return
             if not changes and self._folder_identities() != watched:  # unmounted or replaced without a word
                 pending = True
-            if not changes and not pending:
+            if not changes and (not pending or time.monotonic() < due):
                 continue
             try:
                 result = self.sync()
@@ -342,6 +347,7 @@ class LibrarySync:
             if changes and self.watched_folders() != folders:
                 return  # a folder made, removed or renamed: watched again as it now stands (the walk catches up)
             pending = result.outcome == "busy"
+            due = time.monotonic() + RETRY_SECONDS if pending else 0.0
 
 
 def _stored_doc_ids(store: Path) -> list[str]:
