@@ -26,6 +26,10 @@ class Progress:
         self._interval = interval
         self._last = 0.0
 
+    def check(self) -> None:
+        """Raise the run's stop request, if any, between steps too long to wait for (a file being read); a plain
+        progress is never stopped."""
+
     def message(self, text: str) -> None:
         if self.enabled:
             print(f"[granrag] {text}", file=self._stream, flush=True)

@@ -58,10 +58,14 @@ def text_of(name: str) -> str:
 
 
 def discover(
-    paths: Sequence[Path], roots: Sequence[Path] | None = None, limits: LimitSettings | None = None
+    paths: Sequence[Path],
+    roots: Sequence[Path] | None = None,
+    limits: LimitSettings | None = None,
+    warned: set[tuple[Path, str]] | None = None,
 ) -> Discovery:
     """The supported files under `paths` (folders walked to `limits.max_depth`, at most `limits.max_files`),
-    sorted by doc id; each to be read only inside `roots` (real paths) when given."""
+    sorted by doc id; each to be read only inside `roots` (real paths) when given. `warned`: the files skipped
+    (special files, broken links) a caller that walks again and again has already been warned of, and adds to."""
     limits = limits or LimitSettings()
     found = Discovery()
     taken: dict[str, Path] = {}
@@ -71,7 +75,7 @@ def discover(
         if not root.exists():
             found.missing.append(root)
             continue
-        for path, doc_id in _candidates(root, found.skipped, limits.max_depth, budget):
+        for path, doc_id in _candidates(root, found.skipped, limits.max_depth, budget, warned):
             suffix = path.suffix.lower()
             if suffix not in EXTRACTORS:  # the formats' registry
                 found.unsupported.append(path)
@@ -86,7 +90,11 @@ def discover(
 
 
 def _candidates(
-    root: Path, skipped: list[tuple[Path, str]], max_depth: int, budget: list[int]
+    root: Path,
+    skipped: list[tuple[Path, str]],
+    max_depth: int,
+    budget: list[int],
+    warned: set[tuple[Path, str]] | None = None,
 ) -> Iterator[tuple[Path, str]]:
     """(path, doc_id) of every visible regular file at or under `root`; the others are added to `skipped`.
     `budget` holds how many more files the run may take, shared by all its paths."""
@@ -100,7 +108,10 @@ def _candidates(
             yield path, doc_id
         else:
             # Not reported as missing: the caller treats a missing path as a typo on the command line.
-            log.warning("skipped %s: %s", path, reason)
+            if warned is None or (path, reason) not in warned:
+                log.warning("skipped %s: %s", path, reason)
+                if warned is not None:
+                    warned.add((path, reason))
             skipped.append((path, reason))
 
 
@@ -144,6 +155,29 @@ def _walk(root: Path, max_depth: int, budget: list[int]) -> Iterator[Path]:
             log.warning("skipped the folders in %s: deeper than GRANRAG_MAX_DEPTH (%d)", folder, max_depth)
             continue
         stack.extend((Path(entry.path), depth + 1) for entry in reversed(subfolders))
+
+
+def walked_folders(root: Path, max_depth: int) -> list[Path]:
+    """The folders a walk of `root` enters, `root` first: not hidden, not reached through a link, at most
+    `max_depth` below it. What a watch of `root` must cover, and no more."""
+    found: list[Path] = []
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        found.append(folder)
+        if depth + 1 > max_depth:
+            continue
+        try:
+            with os.scandir(folder) as scan:
+                subfolders = [
+                    Path(entry.path)
+                    for entry in scan
+                    if not entry.name.startswith(".") and _folder_kind(entry) == "folder"
+                ]
+        except OSError:  # unreadable or gone: the index walk warns of it
+            continue
+        stack.extend((sub, depth + 1) for sub in sorted(subfolders, reverse=True))
+    return found
 
 
 def _folder_kind(entry: os.DirEntry[str]) -> str | None:

@@ -6,7 +6,7 @@ the end (store/generation.py). A run that stops anywhere leaves the store as it 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 
@@ -49,12 +49,16 @@ def index_paths(
     progress: Progress | None = None,
     parallel: ParallelStages | None = None,
     roots: Sequence[Path] | None = None,
+    exclude: Collection[str] = (),
+    warned: set[tuple[Path, str]] | None = None,
 ) -> IndexSummary:
     """Index `paths` into one new generation of `settings.store`, made as `settings` say (model, chunking, vector
     mode, token vectors, graph, limits). A store with token vectors keeps them on a run that does not ask for them.
-    `roots`: the real folders every file must lie in when it is read (None: anywhere)."""
+    `roots`: the real folders every file must lie in when it is read (None: anywhere). `exclude`: doc ids the
+    caller knows cannot be read as they stand (they failed and have not changed since), left out unread.
+    `warned`: the skipped files already warned of (`discover`)."""
     summary = IndexSummary(store=Path(settings.store))
-    found = discover([Path(p) for p in paths], roots, settings.limits)
+    found = discover([Path(p) for p in paths], roots, settings.limits, warned)
     if found.missing:
         raise InvalidInputError(f"no such file or folder: {', '.join(str(p) for p in found.missing)}")
     summary.unsupported = len(found.unsupported)
@@ -72,7 +76,7 @@ def index_paths(
             base = Snapshot.open(writer.root)
         try:
             run = _IndexRun(writer, base, settings, embedder_factory, summary, progress, parallel)
-            return run.run(found.files, prune)
+            return run.run([f for f in found.files if f.doc_id not in exclude], prune)
         finally:
             if base is not None:
                 base.close()
@@ -129,8 +133,6 @@ class _IndexRun:
             check_identity(self.writer.root, base.manifest, wanted)  # before any work; the dimension comes later
         known = base.catalog.content_hashes() if base else {}
         changed = self._diff(files, known)
-        removed = sorted(set(known) - {f.doc_id for f in files}) if prune else []
-        summary.removed = len(removed)
         reader = GroupReader(self.settings, self.tokenizer, summary, self.clock, self.progress, self.parallel)
         with ExitStack() as stack:
             identity = wanted
@@ -141,8 +143,10 @@ class _IndexRun:
                         check_identity(self.writer.root, base.manifest, identity)
                     self._open(stack, identity)
                 self._take(group, identity.dimension)
+            removed = self._removed(files, known, prune)
+            summary.removed = len(removed)
             if self.builder is None:
-                if summary.unchanged == 0:
+                if summary.unchanged == 0 and not removed:
                     raise NoDocumentsError(
                         f"none of the {len(files)} documents could be indexed (see the warnings above); the store "
                         "was not changed"
@@ -268,6 +272,15 @@ class _IndexRun:
                 else:
                     changed.append((source, digest))
         return changed
+
+    def _removed(self, files: list[SourceFile], known: dict[str, str], prune: bool) -> list[str]:
+        """The stored documents the new generation leaves out: with `prune`, those no longer under the paths, and
+        always those whose file is there but could no longer be read (emptied, truncated, unreadable), since their
+        stored text no longer says what the file does."""
+        failed = {path for path, _ in self.summary.failed}
+        unreadable = {f.doc_id for f in files if f.doc_id in known and text_of(str(f.path)) in failed}
+        gone = set(known) - {f.doc_id for f in files} if prune else set()
+        return sorted(gone | unreadable)
 
     def _dimension(self, group: DocumentGroup) -> int:
         """The vectors' dimension: a parallel engine's, or the model's, loaded here (with the token projection)."""

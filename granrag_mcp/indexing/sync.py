@@ -6,7 +6,8 @@ bytes are unchanged keep their chunks, new and changed ones are indexed, documen
 removed, and the result is one generation committed by the store's single writer, or none when nothing changed.
 A run killed at any moment leaves the last committed generation current (the writer removes the half-built one).
 
-The folders are watched with watchfiles (inotify, FSEvents or ReadDirectoryChangesW: an idle watch does no work).
+The folders the index walks are watched with watchfiles (inotify, FSEvents or ReadDirectoryChangesW), each on its
+own: an idle watch only checks, twice a second, that its folders are still there.
 A batch of changes is taken once no file has been written for `library_settle` seconds, so a file still being
 written, or an editor's save in several steps (a temporary file renamed over the original), is read once, whole;
 hidden names and editors' temporary files (swap, backup, lock and partial-download names) start no run. Before a
@@ -28,7 +29,7 @@ from typing import Any, Literal
 
 from granrag_mcp.embedding.embedder import Embedder
 from granrag_mcp.errors import GranragError, IndexBusyError, InvalidInputError, NoDocumentsError
-from granrag_mcp.indexing.discovery import discover
+from granrag_mcp.indexing.discovery import discover, text_of, walked_folders
 from granrag_mcp.indexing.pipeline import IndexSummary, index_paths
 from granrag_mcp.indexing.removal import remove_documents
 from granrag_mcp.progress import Progress
@@ -48,6 +49,9 @@ TEMPORARY_NAME = re.compile(
 """Names editors and downloaders write while they work: a change to one of them starts no run."""
 RETRY_SECONDS = 5.0
 """How soon a run that found the store busy (another writer) is tried again, with or without a new change."""
+LOOK_SECONDS = 0.5
+"""How often a quiet watch looks whether its folders are still there and whether a look is due: a walk just after
+the watch is set up again (changes made while it was not there) or a retry of a busy run."""
 BATCH_SECONDS = 60.0
 """A folder written without pause for this long is indexed as it stands; the next quiet moment indexes the rest."""
 
@@ -105,9 +109,12 @@ class _StoppableProgress(Progress):
         self.stage = "starting"
 
     def _check(self, stage: str) -> None:
+        self.check()
+        self.stage = stage
+
+    def check(self) -> None:
         if self._stop.is_set():
             raise SyncStopped("the library sync was stopped")
-        self.stage = stage
 
     def update(self, stage: str, done: int, total: int) -> None:
         self._check(f"{stage}: {done}/{total}")
@@ -148,6 +155,11 @@ class LibrarySync:
         self._embedder: Embedder | None = None
         self._show_progress = show_progress
         self._synced: FileState | None = None  # the files as the last completed run saw them
+        # Where files are read: the folders' real paths as the sync started, so a link (or a folder swapped for
+        # one) never leads a run outside them, as `index_paths` refuses it.
+        self.roots = [Path(os.path.realpath(folder)) for folder in self.folders]
+        self._failing: FileState = {}  # files that could not be read, as they stood then: not read again unchanged
+        self._warned: set[tuple[Path, str]] = set()  # special files and broken links warned of once
         self.running: _StoppableProgress | None = None
         self.last: SyncPass | None = None
 
@@ -158,7 +170,7 @@ class LibrarySync:
 
     def state(self) -> FileState:
         """Every document file under the folders with its size and times (a walk; nothing is read)."""
-        found = discover(self.folders, None, self.settings.limits)
+        found = discover(self.folders, self.roots, self.settings.limits, self._warned)
         state: FileState = {}
         for source in found.files:
             try:
@@ -180,8 +192,9 @@ class LibrarySync:
             return self._record(SyncPass("unchanged", "no document file changed"))
         progress = self.running = _StoppableProgress(self.stop, self._show_progress)
         started = time.monotonic()
+        exclude = {doc_id for doc_id, seen in self._failing.items() if state.get(doc_id) == seen}
         try:
-            summary = self._index(state, progress)
+            summary = self._index(state, progress, exclude)
         except IndexBusyError as exc:
             return self._record(SyncPass("busy", f"{exc}; trying again in {RETRY_SECONDS:.0f} s"))
         except SyncStopped:
@@ -190,9 +203,12 @@ class LibrarySync:
             if strict and not isinstance(exc, NoDocumentsError):
                 raise
             self._synced = state  # the same files fail the same way: wait for the next change
+            if isinstance(exc, NoDocumentsError):  # none could be read: none is read again until it changes
+                self._failing = dict(state)
             return self._record(SyncPass("failed", str(exc)))
         finally:
             self.running = None
+        self._note_failures(state, exclude, summary)
         # A file written while it was read is indexed as read; its next quiet moment runs again.
         self._synced = None if summary.changed_while_read else state
         seconds = time.monotonic() - started
@@ -204,10 +220,24 @@ class LibrarySync:
             return self._record(SyncPass("committed", f"generation {summary.generation} committed: {counts}", summary))
         return self._record(SyncPass("unchanged", f"generation {summary.generation} stays current: {counts}", summary))
 
-    def _index(self, state: FileState, progress: Progress) -> IndexSummary:
+    def _note_failures(self, state: FileState, exclude: set[str], summary: IndexSummary) -> None:
+        """Remember the files this run could not read (a slow or hostile file included), as they stand, so that
+        the next runs, started by other files' changes, leave them out until they change."""
+        by_path = {text_of(path): doc_id for doc_id, (path, *_) in state.items()}
+        failed = {by_path[path] for path, _ in summary.failed if path in by_path}
+        self._failing = {doc_id: state[doc_id] for doc_id in failed | exclude if doc_id in state}
+
+    def _index(self, state: FileState, progress: Progress, exclude: set[str]) -> IndexSummary:
         try:
             return index_paths(
-                self.folders, self.settings, embedder_factory=self._embedder_once, prune=True, progress=progress
+                self.folders,
+                self.settings,
+                embedder_factory=self._embedder_once,
+                prune=True,
+                progress=progress,
+                roots=self.roots,
+                exclude=exclude,
+                warned=self._warned,
             )
         except NoDocumentsError:
             if state:  # files there, none readable: the error says which
@@ -217,6 +247,17 @@ class LibrarySync:
         if not known:
             return IndexSummary(store=Path(self.settings.store))
         return remove_documents(known, self.settings.store, command="library sync", progress=progress)
+
+    def watched_folders(self) -> list[Path]:
+        """Each folder the index walks, and no other: hidden folders, links to folders, folders past
+        GRANRAG_MAX_DEPTH and the store are not watched."""
+        store = Path(self.settings.store).absolute()
+        found: list[Path] = []
+        for folder in self.folders:
+            found += [
+                f for f in walked_folders(folder, self.settings.max_depth) if not f.absolute().is_relative_to(store)
+            ]
+        return found
 
     def _folder_identities(self) -> list[tuple[int, int] | None]:
         identities: list[tuple[int, int] | None] = []
@@ -271,23 +312,26 @@ class LibrarySync:
         """Sync after each quiet moment until `stop` is set, or until a library folder vanishes (its watch is then
         set up again once it is back)."""
         pending = True  # the first quiet moment looks again (a walk) for what changed before the watch began
+        due = 0.0  # when a pending look may run: at once, or after RETRY_SECONDS for a busy store
         watched = self._folder_identities()
+        folders = self.watched_folders()
         for changes in watchfiles.watch(
-            *self.folders,
+            *folders,
             watch_filter=watch_filter,
             step=round(self.settings.library_settle * 1000),
             debounce=round(BATCH_SECONDS * 1000),
             stop_event=self.stop,
-            rust_timeout=round(RETRY_SECONDS * 1000),
+            rust_timeout=round(LOOK_SECONDS * 1000),
             yield_on_timeout=True,
             raise_interrupt=False,
             force_polling=force_polling,
+            recursive=False,  # a recursive watch would follow folder links the index never enters
         ):
             if self.stop.is_set():
                 return
             if not changes and self._folder_identities() != watched:  # unmounted or replaced without a word
                 pending = True
-            if not changes and not pending:
+            if not changes and (not pending or time.monotonic() < due):
                 continue
             try:
                 result = self.sync()
@@ -300,7 +344,10 @@ class LibrarySync:
                 on_pass(result)
             if result.outcome == "skipped" or self._folder_identities() != watched:
                 return  # watched again once the folders are back
+            if changes and self.watched_folders() != folders:
+                return  # a folder made, removed or renamed: watched again as it now stands (the walk catches up)
             pending = result.outcome == "busy"
+            due = time.monotonic() + RETRY_SECONDS if pending else 0.0
 
 
 def _stored_doc_ids(store: Path) -> list[str]:

@@ -25,6 +25,7 @@ from granrag_mcp.errors import GranragError
 from granrag_mcp.retrieval.sections import document_outline
 from granrag_mcp.server.library.state import EngineHolder, holder_of
 from granrag_mcp.server.library.watch import document_uri
+from granrag_mcp.server.schemas.results import clip_path
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,11 @@ PAGE_CHARS = 50_000
 LIST_PAGE = 100
 """Documents per `resources/list` page."""
 OUTLINE_MIME = "application/json"
+OUTLINE_CHARS = 200_000
+"""Characters of outline a document's first page carries at most: a document with thousands of deep or long
+headings would otherwise make one read many times its own size; document_outline pages through the rest."""
+REST_CHARS = 500
+"""Of OUTLINE_CHARS, what is kept for saying how many sections were left out and where they are."""
 DOCUMENT_PREFIX = "granrag://documents/"
 
 
@@ -51,7 +57,9 @@ def register(server: MCPServer) -> None:
         description=f"The extracted text of an indexed document, {PAGE_CHARS} characters a page: page=1 (the "
         "default) is the beginning, and comes with the document's outline (its sections with heading paths, "
         "character spans and pages, and its page starts) as a second, JSON content; resources/list gives each "
-        "document's size and pages.",
+        "document's size and pages. The outline holds at most "
+        f"{OUTLINE_CHARS:,} characters; past them it says how many sections it left out (document_outline lists "
+        "them with an offset).",
     )
     def read_document(doc_id: str, ctx: Context[Any, Any], page: str = "1") -> str:
         # Taken as text and read here, so that `?page=abc` is one clear line rather than a validation traceback.
@@ -148,8 +156,10 @@ async def list_documents_as_resources(ctx: ServerRequestContext[Any, Any], call_
 
 
 def outline_json(holder: EngineHolder, doc_id: str) -> str | None:
-    """The outline of a document as the resource's second content; None where it has neither headings nor
-    pages (or is unknown: the read itself says so)."""
+    """The outline of a document as the resource's second content, at most about OUTLINE_CHARS characters: its
+    sections in reading order while they fit (titles and paths clipped as in the tools' results), then how many
+    were left out and where the rest is (document_outline's offset). None where it has neither headings nor pages
+    (or is unknown: the read itself says so)."""
     view, _ = holder.view()
     try:
         outline = document_outline(view, doc_id)
@@ -158,18 +168,48 @@ def outline_json(holder: EngineHolder, doc_id: str) -> str | None:
     page_starts = list(view.catalog.outlines([doc_id])[doc_id].page_starts)
     if not outline.sections and not page_starts:
         return None
-    sections = [
-        {
-            "level": s.level,
-            "section": s.path,
-            "start": s.start,
-            "end": s.end,
-            "pages": list(s.pages) if s.pages else None,
-            "tokens": s.tokens,
-        }
-        for s in outline.sections
-    ]
-    return json.dumps({"doc_id": doc_id, "page_starts": page_starts, "sections": sections}, ensure_ascii=False)
+    head: dict[str, Any] = {"doc_id": doc_id, "total": len(outline.sections)}
+    kept_pages = _within(page_starts, OUTLINE_CHARS // 4)
+    head["page_starts"] = page_starts[:kept_pages]
+    if kept_pages < len(page_starts):
+        head["page_starts_omitted"] = len(page_starts) - kept_pages
+    used = len(json.dumps(head))
+    sections: list[str] = []
+    for s in outline.sections:
+        item = json.dumps(
+            {
+                "level": s.level,
+                "section": clip_path(s.path),
+                "start": s.start,
+                "end": s.end,
+                "pages": list(s.pages) if s.pages else None,
+                "tokens": s.tokens,
+            },
+            ensure_ascii=False,
+        )
+        if used + len(item) + 2 > OUTLINE_CHARS - REST_CHARS:
+            break
+        sections.append(item)
+        used += len(item) + 2
+    omitted = len(outline.sections) - len(sections)
+    if omitted:
+        head["omitted"] = omitted
+        head["rest"] = (
+            f"{omitted} more section(s) over the outline's {OUTLINE_CHARS:,} characters: call document_outline "
+            f"with this doc_id and offset={len(sections)}"
+        )
+    body = json.dumps(head, ensure_ascii=False)
+    return f'{body[:-1]}, "sections": [{", ".join(sections)}]}}'
+
+
+def _within(numbers: list[int], chars: int) -> int:
+    """How many of `numbers`, from the first, a JSON list of at most `chars` characters holds."""
+    used = 0
+    for n, number in enumerate(numbers):
+        used += len(str(number)) + 2
+        if used > chars:
+            return n
+    return len(numbers)
 
 
 async def read_with_outline(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

@@ -206,9 +206,12 @@ class RunProgress(Progress):
         self._reported = 0.0
         self._write_steps = 0
 
-    def _advance(self, share: float, stage: str, force: bool = False) -> None:
+    def check(self) -> None:
         if self._cancelled.is_set():
             raise RunCancelled("the run was cancelled")
+
+    def _advance(self, share: float, stage: str, force: bool = False) -> None:
+        self.check()
         self._run.progress = max(self._run.progress, min(share, 1.0))
         self._run.stage = stage
         now = time.monotonic()
@@ -302,15 +305,13 @@ class Runs:
         except anyio.get_cancelled_exc_class():
             cancelled.set()
             run.stopping = True
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_WAIT):
                 while not finished.is_set():
                     await anyio.sleep(0.05)
-            self.finish(
-                run,
-                result_of(
-                    run, None, "cancelled", "the run was cancelled; the previous generation is still current", None
-                ),
-            )
+            message = "the run was cancelled; the previous generation is still current"
+            if not finished.is_set():  # a step that does not look at the cancel: the server is not held for it
+                message += " (its last step is still ending and holds the store's lock until it does)"
+            self.finish(run, result_of(run, None, "cancelled", message, None))
             raise
         run.progress, run.stage = 1.0, "done"
         try:

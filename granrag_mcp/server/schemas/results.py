@@ -49,6 +49,20 @@ Pages = Annotated[
 ]
 """[first, last] page, written in place of the `anyOf` pydantic would emit (see `_nullable_map_of`)."""
 SECTION_DESCRIPTION = "Heading path above the text, outermost first ('Methods', 'Statistical analysis'); empty if none."
+TITLE_CHARS = 200
+"""Characters of one heading a result carries: a title names a section, and a document can make one a page long."""
+PATH_HEADINGS = 12
+"""Headings of one path a result carries: a document can nest its headings hundreds deep."""
+
+
+def clip_path(path: Sequence[str]) -> list[str]:
+    """A heading path as a result carries it, within TITLE_CHARS a title and PATH_HEADINGS headings, so that one
+    hit or outline entry stays small whatever the document's headings (its own title, the last, is kept)."""
+    titles = list(path)
+    if len(titles) > PATH_HEADINGS:
+        keep = PATH_HEADINGS - 1
+        titles = titles[: keep // 2] + ["…"] + titles[len(titles) - (keep - keep // 2) :]
+    return [t if len(t) <= TITLE_CHARS else t[: TITLE_CHARS - 1] + "…" for t in titles]
 
 
 class Hit(_Model):
@@ -130,7 +144,7 @@ class Hit(_Model):
 
 def citation_fields(citation: Citation) -> dict[str, Any]:
     """A citation as the `pages` and `section` fields every hit and window carries."""
-    return {"pages": list(citation.pages) if citation.pages else None, "section": list(citation.section)}
+    return {"pages": list(citation.pages) if citation.pages else None, "section": clip_path(citation.section)}
 
 
 class Budgeted(_Model):

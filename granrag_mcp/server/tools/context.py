@@ -22,6 +22,7 @@ from granrag_mcp.server.schemas.results import (
     SearchResult,
     WindowResult,
     citation_fields,
+    clip_path,
 )
 from granrag_mcp.server.schemas.structure import SectionResult
 from granrag_mcp.server.tools.base import CurrentView, Tokens, read_only_tool
@@ -160,7 +161,7 @@ def register(server: MCPServer, budget: int) -> None:
             doc_id=span.doc_id,
             number=span.number,
             level=span.level,
-            section=span.path,
+            section=clip_path(span.path),
             start=span.start,
             end=end,
             section_end=span.end,

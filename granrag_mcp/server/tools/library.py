@@ -12,7 +12,7 @@ from granrag_mcp.retrieval.sections import SECTION_CHUNKS
 from granrag_mcp.retrieval.sections import document_outline as outline_of
 from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import MaxTokens
-from granrag_mcp.server.schemas.results import DocumentInfo, DocumentList
+from granrag_mcp.server.schemas.results import DocumentInfo, DocumentList, clip_path
 from granrag_mcp.server.schemas.structure import OutlineEntry, OutlineResult
 from granrag_mcp.server.tools.base import CurrentView, Tokens, read_only_tool
 
@@ -72,11 +72,13 @@ def register(server: MCPServer, budget: int) -> None:
         chunk. Read a section with get_section(chunk_id, depth=level). Empty for a document without headings.
         """
         outline = outline_of(view, doc_id, max_depth)
-        entries = [
-            OutlineEntry(
+        kept: list[OutlineEntry] = []
+        used = 0
+        for s in outline.sections[offset:]:  # whole entries while they fit, the first one always
+            entry = OutlineEntry(
                 number=s.number,
                 level=s.level,
-                section=s.path,
+                section=clip_path(s.path),
                 start=s.start,
                 end=s.end,
                 pages=list(s.pages) if s.pages else None,
@@ -84,11 +86,6 @@ def register(server: MCPServer, budget: int) -> None:
                 chunk_id=format_chunk_id(SECTION_CHUNKS, s.chunk_ids[0]) if s.chunk_ids else None,
                 chunks=len(s.chunk_ids),
             )
-            for s in outline.sections[offset:]
-        ]
-        kept: list[OutlineEntry] = []
-        used = 0
-        for entry in entries:  # whole entries while they fit, the first one always
             cost = tokens.count(entry.model_dump_json())
             if kept and used + cost > max_tokens:
                 break
@@ -97,7 +94,7 @@ def register(server: MCPServer, budget: int) -> None:
         return OutlineResult(
             generation=view.snapshot.generation,
             tokens_used=used,
-            omitted=len(entries) - len(kept),
+            omitted=max(len(outline.sections) - offset, 0) - len(kept),
             doc_id=outline.doc_id,
             n_chars=outline.n_chars,
             page_count=outline.pages,

@@ -4,12 +4,14 @@ repeated log lines.
 uvicorn has no timeout for reading a request head: its keep-alive timer is cancelled by any byte, so a client that
 sends one byte a second holds its connection (and a file descriptor) forever. Its ``limit_concurrency`` answers 503
 only once a request head has been parsed, so it does not bound connections either. The guard is an asyncio protocol
-that wraps uvicorn's own HTTP protocol (passed as ``uvicorn.Config(http=...)``). At the limit it closes the oldest
-connection that has no request being served to make room, and answers 503 at once only when every admitted
-connection is serving one. It closes a connection that has not delivered a complete request (head and body) within
-the deadline, counted from connecting or from the end of its previous request. An ASGI middleware of the same
-guard tells it when a request of a connection reaches the application and when the application is done with it;
-the two meet on the peer address, which is unique among the open connections of one listening socket.
+that wraps uvicorn's own HTTP protocol (passed as ``uvicorn.Config(http=...)``). At the limit it closes, to make room,
+the oldest connection that is truly idle (no request being served, no byte of one received, quiet for
+IDLE_BEFORE_EVICTION); else it answers the new connection 503 with Retry-After at once, so that a client that has
+sent its request, or has just connected to send it, always gets an answer. It closes a connection that has not
+delivered a complete request (head and body) within the deadline, counted from connecting or from the end of its
+previous request. An ASGI middleware of the same guard tells it when a request of a connection reaches the
+application and when the application is done with it; the two meet on the peer address, which is unique among the
+open connections of one listening socket.
 
 Longer than most modules because the protocol wrapper and the ASGI middleware are two halves of one guard
 that meet on the peer address.
@@ -17,6 +19,7 @@ that meet on the peer address.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import errno
 import json
@@ -45,6 +48,11 @@ one such batch count against the open-file limit too."""
 FILES_BESIDES_CONNECTIONS = 64
 """Descriptors the server needs besides its connections: the index files, the model, the event loop, pipes."""
 
+IDLE_BEFORE_EVICTION = 1.0
+"""Seconds a connection must have been quiet (nothing received, nothing served) before it may be closed to make room:
+a client that has just connected is about to send its request, and closing it then would leave that request
+unanswered."""
+
 RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
@@ -54,6 +62,23 @@ def peer_of(transport: asyncio.BaseTransport) -> Peer | None:
     if isinstance(info, (list, tuple)) and len(info) >= 2:
         return str(info[0]), int(info[1])
     return None
+
+
+def unread(transport: asyncio.BaseTransport | None) -> bool:
+    """Whether the connection's socket holds bytes the event loop has not read yet (a request already sent by a
+    client the loop has not got to); False where that cannot be asked."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return False
+    try:
+        import fcntl
+        import termios
+
+        waiting = array.array("i", [0])
+        fcntl.ioctl(sock.fileno(), termios.FIONREAD, waiting)
+    except (ImportError, OSError, ValueError):  # no such call here (Windows), or the socket is gone
+        return False
+    return waiting[0] > 0
 
 
 def has_body(scope: Scope) -> bool:
@@ -142,7 +167,8 @@ class ConnectionGuard:
         """Admit `connection`, closing the oldest one with no request being served if the limit is reached: a
         client that is slow to send its request then loses its place to one that is not, instead of the reverse."""
         if self.admitted >= self.max_connections:
-            idle = next((c for c in self.connections.values() if not c.in_flight and not c.closing), None)
+            now = time.monotonic()
+            idle = next((c for c in self.connections.values() if c.idle(now)), None)
             if idle is None:
                 return False
             idle.evict()
@@ -171,6 +197,8 @@ class GuardedConnection(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.lingers = False  # a refused connection waiting for REFUSAL_LINGER
         self.closing = False
+        self.unserved = False  # bytes received that are not yet a request the application has taken whole
+        self.active = time.monotonic()  # when it last received a byte or finished a request
 
     # asyncio.Protocol ------------------------------------------------------------------------------------------------
 
@@ -186,6 +214,8 @@ class GuardedConnection(asyncio.Protocol):
         self.arm()
 
     def data_received(self, data: bytes) -> None:
+        self.unserved = True
+        self.active = time.monotonic()
         if self.inner is not None:
             self.inner.data_received(data)
 
@@ -235,12 +265,20 @@ class GuardedConnection(asyncio.Protocol):
         self.in_flight += 1
 
     def body_received(self) -> None:
+        self.unserved = False  # what was received is the request being served; a later byte starts the next
         self.disarm()
 
     def request_finished(self) -> None:
         self.in_flight -= 1
+        self.active = time.monotonic()
         if self.in_flight == 0 and self.transport is not None and not self.transport.is_closing():
             self.arm()
+
+    def idle(self, now: float) -> bool:
+        """Whether closing it answers nobody: nothing being served, nothing received toward a request, and quiet."""
+        if self.in_flight or self.closing or self.unserved or now - self.active < IDLE_BEFORE_EVICTION:
+            return False
+        return not unread(self.transport)
 
     def evict(self) -> None:
         log.info(

@@ -87,7 +87,16 @@ def screen(line: bytes) -> tuple[bytes | None, bytes | None]:
         return None, None
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError):
+    except RecursionError:  # valid JSON, perhaps, but nested deeper than any message of the protocol needs
+        request_id = readable_id(line)
+        log.warning("answered a line nested too deeply to parse (id %r) with a parse error", request_id)
+        return None, error_line(
+            request_id,
+            PARSE_ERROR,
+            "parse error: the line is too deeply nested (arrays or objects inside one another, hundreds of levels "
+            "deep) to be read; send a flatter JSON-RPC message",
+        )
+    except ValueError:
         request_id = readable_id(line)
         log.warning("answered a line that is not JSON (id %r) with a parse error: %.200r", request_id, text)
         return None, error_line(
