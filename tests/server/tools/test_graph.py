@@ -185,3 +185,37 @@ def test_a_store_indexed_with_the_graph_off_says_how_to_build_it(tmp_path: Path)
     for error in errors:
         assert "no concept graph" in error and "GRANRAG_GRAPH" in error and "granrag-mcp index" in error
     assert found["hits"]
+
+
+def test_evidence_chain_links_two_names_in_one_call_without_concept_ids(server) -> None:
+    async def scenario(client: Client):
+        return (
+            await call(client, "evidence_chain", {"question": "How are lubricants connected to ball bearings?"}),
+            await call(client, "evidence_chain", {"a": "LUBRICANTS", "b": "Ball Bearings", "max_tokens": 60}),
+            await call(client, "evidence_chain", {"a": "synthetic lubricants", "b": "ball bearings"}),
+        )
+
+    asked, folded, partial = run(server, scenario)
+    assert asked["a"]["found"] == "lubricants" and asked["a"]["how"] == "exact"
+    first = asked["links"][0]
+    assert first["via"].lower() == "machine parts" and len(first["evidence"]) == 2
+    texts = {s["chunk_id"]: s["text"] for s in asked["sentences"]}
+    chain = [texts[i] for i in first["evidence"]]
+    assert "Lubricants protect machine parts" in chain[0] and "Ball bearings carry loads" in chain[1]
+    assert all(s["citation"].startswith("physics.md") for s in asked["sentences"])
+    assert folded["links"][0]["via"].lower() == "machine parts" and folded["tokens_used"] <= 60
+    assert partial["a"]["how"] in {"alias", "meaning", "partial"} and partial["links"]
+
+
+def test_evidence_chain_errors_say_what_to_pass(server) -> None:
+    async def scenario(client: Client):
+        return (
+            await fail(client, "evidence_chain", {"a": "lubricants"}),
+            await fail(client, "evidence_chain", {"a": "lubricants", "b": "Zanzibar quagga"}),
+            await fail(client, "evidence_chain", {"question": "why?"}),
+        )
+
+    one, unknown, vague = run(server, scenario)
+    assert "both a and b" in one
+    assert "no sentence names 'Zanzibar quagga'" in unknown and "search_narrow" in unknown
+    assert "How is A connected to B" in vague
