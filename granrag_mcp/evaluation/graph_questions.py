@@ -161,11 +161,10 @@ def _overviews(view: View, tokens: TokenCounter, graph: ConceptGraph, matcher: C
     return {name: {"coverage": float(np.mean(v)) if v else 0.0} for name, v in rows.items()}
 
 
-def graph_report(
-    engine, settings, answers: list[str], n_bridges: int, seed: int, progress, notes: list[str]
-) -> dict | None:
-    """The bridge and overview questions above, and the bridge questions built from the QA set's
-    answer names asked through the MCP tools (`bridge_tools`); None with a note when the store has no graph."""
+def graph_report(engine, settings, n_bridges: int, seed: int, progress, notes: list[str]) -> dict | None:
+    """The bridge and overview questions above, and the bridge questions of the protocol (`bridge_protocol`: names
+    from the text, not the graph) asked through the MCP tools (`bridge_tools`); None with a note when the store
+    has no graph."""
     from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
     from granrag_mcp.retrieval.graph import NoGraphError
     from granrag_mcp.server.app import build_server
@@ -174,8 +173,8 @@ def graph_report(
     progress.message(f"concept graph: {n_bridges} bridge questions and one overview question per document")
     try:
         result = evaluate(view, engine.tokenizer, n_bridges, seed)
-        questions, coverage = independent_bridges(view, answers, n_bridges, seed)
-        progress.message(f"concept graph: {len(questions)} bridge questions from answer names, through the tools")
+        questions, coverage = independent_bridges(view, n_bridges, seed)
+        progress.message(f"concept graph: {len(questions)} bridge questions of the protocol, through the tools")
         result["independent"] = {
             "questions": len(questions),
             "coverage": coverage,
@@ -216,9 +215,9 @@ def graph_table(result: dict) -> str:
         coverage = independent["coverage"]
         lines += [
             "",
-            f"Bridge questions from the QA set's answer names ({independent['questions']}), through the MCP tools; "
-            f"names in two or more sentences: {coverage['names_in_two_sentences']}, concepts "
-            f"{coverage['concepts']:.3f}, resolved {coverage['resolved']:.3f}",
+            f"Bridge questions of the protocol ({independent['questions']}: names from the text, not the graph), "
+            f"through the MCP tools, {BUDGET} tokens per tool path; of their {coverage['names']} names, graph "
+            f"concepts as written {coverage['concepts']:.3f}, resolved {coverage['resolved']:.3f}",
             "",
             "| tool call | answered | refused | p50 ms |",
             "|---|---:|---:|---:|",
@@ -241,18 +240,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--squad", type=Path, help="also bridge questions from this SQuAD file's answer names")
+    parser.add_argument(
+        "--protocol", action="store_true", help="also the protocol's bridge questions, through the tools"
+    )
     args = parser.parse_args(argv)
     settings = Settings(store=args.store)
     engine = Engine(settings, load_reranker_now=False)
     result = evaluate(engine.view(), engine.tokenizer, args.questions, args.seed)
-    if args.squad:
+    if args.protocol:
         from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
-        from granrag_mcp.evaluation.qa import load_squad
         from granrag_mcp.server.app import build_server
 
-        answers = [q.answer or "" for q in load_squad(args.squad).questions]
-        questions, coverage = independent_bridges(engine.view(), answers, args.questions, args.seed)
+        questions, coverage = independent_bridges(engine.view(), args.questions, args.seed)
         bridge = run_bridges(build_server(settings, lambda _: engine), questions, engine.tokenizer)
         result["independent"] = {"questions": len(questions), "coverage": coverage, "bridge": bridge}
         print(graph_table(result))
