@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +28,7 @@ from granrag_mcp.text.words import CONNECTORS, STOP, normalise, words
 SENTENCES = "evidence sentences"  # the name of a generation's SentenceIndex among what its views reuse
 MAX_MENTIONS = 2000  # sentences of one name read for bridges; a name in more is a hub, not a link
 DIRECT = 3  # sentences naming both names, at most
-PER_SIDE = 1  # sentences per side of one bridge
+PER_SIDE = 2  # sentences per side of one bridge: a frequent name's mentions of the link are not all the same
 LONG_PATH_HOPS = 3
 JOINS = CONNECTORS | {"the"}  # "and" would make one name of "Warsaw and Chopin"
 QUESTION_FORMS = (
@@ -242,26 +242,46 @@ def evidence_chain(view: View, a: str, b: str, k: int) -> Chain:
     side_a = _terms(view, index, first.rows[:MAX_MENTIONS].tolist())
     side_b = _terms(view, index, second.rows[:MAX_MENTIONS].tolist())
     own = _own_words(first, second)
-    shared = [t for t in side_a.keys() & side_b.keys() if not (set(t.split()) & own)]
     rows_a, rows_b = set(first.rows.tolist()), set(second.rows.tolist())
-    # Names before plain terms, then the fewest sentences on the two sides: a rare link is a specific one.
+    # Names before plain terms, then the fewest sentences on the two sides (a rare link is a specific one); a
+    # term sharing a word with A or B ("River" for "Maribyrnong River") is most often part of the same name: last.
     names = {folded(r) for row in rows_a | rows_b for r in name_runs(index.texts[row])}
     scored = []
-    for term in shared:
-        left = [r for r in side_a[term] if r not in rows_b]
-        right = [r for r in side_b[term] if r not in rows_a]
-        if left and right:
-            scored.append((term not in names, len(left) + len(right), term, left, right))
-    scored.sort(key=lambda s: (s[0], s[1], s[2]))
-    for _, _, term, left, right in scored:
+    for term in side_a.keys() & side_b.keys():
+        if term in (folded(first.found), folded(second.found)):
+            continue
+        left, right = side_a[term], side_b[term]
+        if len(set(left) | set(right)) >= 2:  # two different sentences make a chain
+            scored.append((bool(set(term.split()) & own), term not in names, len(left) + len(right), term))
+    scored.sort()
+    rank_a, rank_b = _mention_rank(index, first), _mention_rank(index, second)
+    for _, _, _, term in scored:
         if len(links) >= k:
             break
-        pick_a = sorted(left, key=lambda r: len(index.texts[r]))[:PER_SIDE]
-        pick_b = sorted(right, key=lambda r: len(index.texts[r]))[:PER_SIDE]
+        pick_a = sorted(side_a[term], key=rank_a)[:PER_SIDE]
+        pick_b = [r for r in sorted(side_b[term], key=rank_b) if r not in pick_a][:PER_SIDE]
+        if not pick_b:
+            continue
         links.append(Link(_written(index, pick_a[0], term), [int(index.ids[r]) for r in pick_a + pick_b]))
     if not links:
         links = _long_paths(view, first, second, k)
     return Chain(first, second, links[:k])
+
+
+def _mention_rank(index: SentenceIndex, named: Named) -> Callable[[int], tuple[int, int]]:
+    """Sentences that write the name as given (its case, not inside a longer capitalised name) first, then the
+    shorter: "Genghis" alone is another mention than "Genghis Khan"."""
+    words_of = named.found.split()
+    pattern = re.compile(r"(?<![\w])" + r"\s+".join(re.escape(w) for w in words_of) + r"(?![\w'’-])")
+    runs = {named.found}
+
+    def rank(row: int) -> tuple[int, int]:
+        text = index.texts[row]
+        if not pattern.search(text):
+            return (2, len(text))
+        return (0 if runs & set(name_runs(text)) else 1, len(text))
+
+    return rank
 
 
 def _written(index: SentenceIndex, row: int, term: str) -> str:
