@@ -219,3 +219,41 @@ def test_evidence_chain_errors_say_what_to_pass(server) -> None:
     assert "both a and b" in one
     assert "no sentence names 'Zanzibar quagga'" in unknown and "search_narrow" in unknown
     assert "How is A connected to B" in vague
+
+
+def test_evidence_chain_needs_no_concept_graph(tmp_path) -> None:
+    """Without the graph, the bridges are the capitalised names of the text."""
+    settings = Settings(
+        store=tmp_path / "store",
+        model="fake-hash-embedder",
+        broad_tokens=256,
+        broad_overlap=32,
+        mid_tokens=64,
+        graph=False,
+    )
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "history.txt").write_text(
+        "Young Marie Curie studied chemistry at the Flying University in secret. "
+        "Many years later the Flying University admitted Stefan Banach as a lecturer. "
+        "The mathematician Stefan Banach liked long talks in the Scottish Café. "
+        "The chemist Marie Curie won two Nobel prizes for her research.\n",
+        encoding="utf-8",
+    )
+    embedder = FakeEmbedder(dimension=256)
+    fake_index([corpus], settings, embedder)
+    server = build_server(settings, engine_factory=lambda _: fake_engine(settings, embedder))
+
+    async def scenario(client: Client):
+        return (
+            await call(client, "evidence_chain", {"question": "How is marie curie connected to Stefan Banach?"}),
+            await fail(client, "concept_paths", {"source": "Marie Curie", "target": "Stefan Banach"}),
+        )
+
+    chain, no_graph = run(server, scenario)
+    assert "no concept graph" in no_graph
+    link = chain["links"][0]
+    assert link["via"] == "Flying University"
+    texts = {s["chunk_id"]: s["text"] for s in chain["sentences"]}
+    assert "Marie Curie studied" in texts[link["evidence"][0]]
+    assert "admitted Stefan Banach" in texts[link["evidence"][-1]]
