@@ -6,7 +6,8 @@ part of the name that the text holds), so a name the graph never kept is still f
 a direct link. Otherwise the bridges are the third names and terms C written in a sentence with A and in another
 with B: the capitalised runs of those sentences and the graph's concepts mentioned there. Names come before
 plain terms and rarer ones first (a name in few sentences says more than one in many), and each bridge gives the
-chain A–C (its shortest sentence) then C–B. When no bridge of two hops exists, the concept graph's longer paths
+chain A–C then C–B, up to two sentences a side, those that write the name as given (not inside a longer name)
+and the shorter first. When no bridge of two hops exists, the concept graph's longer paths
 give their evidence sentences.
 """
 
