@@ -49,8 +49,8 @@ TOOL_CALLS: dict[str, Callable[[str, str], tuple[str, dict[str, Any]]]] = {
 
 
 def cmd_eval(args: argparse.Namespace) -> dict:
-    """The bridge and overview table of `granrag_mcp.evaluation.graph_questions` on a store; with `--squad`, also the
-    bridge questions from that set's answer names asked through the MCP tools."""
+    """The bridge and overview table of `granrag_mcp.evaluation.graph_questions` on a store; with `--protocol`, also
+    the protocol's bridge questions (`evaluation/bridge_protocol.py`) asked through the MCP tools."""
     from granrag_mcp.engine import Engine
     from granrag_mcp.evaluation.graph_questions import evaluate, graph_table
     from granrag_mcp.settings import Settings
@@ -58,13 +58,11 @@ def cmd_eval(args: argparse.Namespace) -> dict:
     settings = Settings(store=args.store)
     engine = Engine(settings, load_reranker_now=False)
     result = evaluate(engine.view(), engine.tokenizer, args.questions, args.seed)
-    if args.squad:
+    if args.protocol:
         from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
-        from granrag_mcp.evaluation.qa import load_squad
         from granrag_mcp.server.app import build_server
 
-        answers = [q.answer or "" for q in load_squad(args.squad).questions]
-        questions, coverage = independent_bridges(engine.view(), answers, args.questions, args.seed)
+        questions, coverage = independent_bridges(engine.view(), args.questions, args.seed)
         bridge = run_bridges(build_server(settings, lambda _: engine), questions, engine.tokenizer)
         result["independent"] = {"questions": len(questions), "coverage": coverage, "bridge": bridge}
         print(graph_table(result), file=sys.stderr)
@@ -357,7 +355,7 @@ def main() -> None:
         sub.add_argument("--calls", type=int, default=100)
         sub.add_argument("--baseline", metavar="REF", help="latency: also time the techniques of this git commit")
         sub.add_argument("--seed", type=int, default=0, help="eval: which bridge questions are drawn")
-        sub.add_argument("--squad", type=Path, help="eval: also bridge questions from this SQuAD file's answer names")
+        sub.add_argument("--protocol", action="store_true", help="eval: also the protocol's bridges, through the tools")
     scale = commands.add_parser("scale")
     scale.add_argument("--sentences", type=int, nargs="+", default=[10_000, 20_000, 40_000])
     args = parser.parse_args()

@@ -148,32 +148,17 @@ def churn(args: argparse.Namespace) -> dict:
     }
 
 
-def wide_sheet(rows: int) -> bytes:
-    """A sheet whose every row has a cell in the last column, XFD: each row is 16,384 cells to read."""
-    import io
-
-    import openpyxl
-
-    workbook = openpyxl.Workbook()
-    sheet = workbook.active
-    for row in range(1, rows + 1):
-        sheet.cell(row, 1, f"row {row}")
-        sheet.cell(row, 16384, "far")
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return buffer.getvalue()
-
-
 def stuck(args: argparse.Namespace) -> dict:
     from benchmarks._common import memory
     from tests.helpers import write_corpus
     from tests.indexing.test_sync import stored
+    from tests.reliability.test_hostile_documents import wide_rows
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_corpus(Path(tmp) / "notes")
         store = Path(tmp) / "store"
         with Watching(folder, store, library_settle=args.settle, extract_timeout=args.extract_timeout) as watching:
-            (folder / "hostile.xlsx").write_bytes(wide_sheet(args.rows))
+            (folder / "hostile.xlsx").write_bytes(wide_rows(args.rows))
             time.sleep(args.delay)
             (folder / "later.md").write_text("The Harrow Point lighthouse lens has forty-two prisms.", "utf-8")
             written = time.monotonic()

@@ -26,7 +26,8 @@ With --qa FILE.jsonl the store must already hold the documents the questions nam
 
 When the store has a concept graph, a second table compares the graph tools with flat search on questions
 built from the corpus itself (docs/evaluation.md): bridge questions ("How is A connected to B?", two concepts
-that never share a sentence) and one overview question per document; --skip-graph leaves it out.
+that never share a sentence) and one overview question per document, and the bridge protocol's questions (names
+taken from the text, not the graph) asked through the MCP tools; --skip-graph leaves it out.
 
 The table goes to stdout; a report folder (--out) receives report.md, metrics.json, per_query.jsonl and a
 PNG chart of the broad-level metrics. Progress goes to stderr.
@@ -176,7 +177,7 @@ def add_eval_parser(
         type=positive_int,
         default=200,
         metavar="N",
-        help="bridge questions built from the concept graph, and as many from the QA answers' names (default 200)",
+        help="bridge questions built from the concept graph, and as many by the bridge protocol (default 200)",
     )
     parser.add_argument(
         "--no-chart", action="store_true", help="skip the PNG chart (it needs matplotlib, the 'eval' extra)"

@@ -1,6 +1,6 @@
-"""Bridge questions from independent names (`bridge_spans`) asked through the MCP tools, as an agent calls them,
-over the in-memory MCP client: flat search against the graph's paths and passages. Every tool's returned texts
-are packed, in order, into the same token budget before the answer check."""
+"""Bridge questions of the protocol (`bridge_protocol`) asked through the MCP tools, as an agent calls them, over
+the in-memory MCP client: one-call evidence chains and the graph's paths and passages against flat search. Every
+tool path's returned texts are packed, in order, into the same token budget before the answer check."""
 
 from __future__ import annotations
 
@@ -11,15 +11,8 @@ from typing import Any
 import anyio
 import numpy as np
 
-from granrag_mcp.evaluation.bridge_spans import (
-    NameBridge,
-    answered,
-    bridges,
-    frequent_names,
-    names_by_sentence,
-    proper_names,
-    span_names,
-)
+from granrag_mcp.evaluation.bridge_protocol import Bridge, answered, find_bridges, unique_sentences
+from granrag_mcp.levels import FINEST
 from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval.view import View
@@ -36,7 +29,7 @@ def _texts(result: dict[str, Any] | None) -> list[str]:
     return [h["text"] for h in result.get("hits", [])] + [s["text"] for s in result.get("sentences", [])]
 
 
-async def _two_step(call: Call, bridge: NameBridge) -> dict[str, Any] | None:
+async def _two_step(call: Call, bridge: Bridge) -> dict[str, Any] | None:
     """find_concepts for each name, then concept_paths between the top concepts."""
     found = []
     for name in (bridge.a, bridge.b):
@@ -47,12 +40,22 @@ async def _two_step(call: Call, bridge: NameBridge) -> dict[str, Any] | None:
     return await call("concept_paths", {"source": found[0], "target": found[1], "max_tokens": BUDGET, **PATHS})
 
 
-METHODS: dict[str, Callable[[Call, NameBridge], Awaitable[dict[str, Any] | None]]] = {
+METHODS: dict[str, Callable[[Call, Bridge], Awaitable[dict[str, Any] | None]]] = {
+    "evidence_chain(question)": lambda call, q: call("evidence_chain", {"question": q.question, "max_tokens": BUDGET}),
+    "evidence_chain(a, b), names as written": lambda call, q: call(
+        "evidence_chain", {"a": q.a, "b": q.b, "max_tokens": BUDGET}
+    ),
     "search_narrow lexical=true k=20 (BM25)": lambda call, q: call(
         "search_narrow", {"query": q.question, "k": 20, "lexical": True, "max_tokens": BUDGET}
     ),
     "search_fused level=narrow k=20": lambda call, q: call(
         "search_fused", {"query": q.question, "k": 20, "level": "narrow", "max_tokens": BUDGET}
+    ),
+    "search_narrow lexical=true k=60 (BM25, the budget full)": lambda call, q: call(
+        "search_narrow", {"query": q.question, "k": 60, "lexical": True, "max_tokens": BUDGET}
+    ),
+    "search_fused level=narrow k=60 (the budget full)": lambda call, q: call(
+        "search_fused", {"query": q.question, "k": 60, "level": "narrow", "max_tokens": BUDGET}
     ),
     "graph_search mode=passages k=20": lambda call, q: call(
         "graph_search", {"query": q.question, "mode": "passages", "k": 20, "max_tokens": BUDGET}
@@ -64,37 +67,39 @@ METHODS: dict[str, Callable[[Call, NameBridge], Awaitable[dict[str, Any] | None]
 }
 
 
-def independent_bridges(view: View, answers: list[str], n: int, seed: int) -> tuple[list[NameBridge], dict[str, Any]]:
-    """The bridge questions of a store and the names' coverage by its concept graph."""
-    seen: set[tuple[str, int, int]] = set()
-    sentences = []
-    for chunk in view.catalog.chunks_of_level("narrow"):
-        if (chunk.doc_id, chunk.start, chunk.end) not in seen:  # overlapping broad chunks repeat a sentence
-            seen.add((chunk.doc_id, chunk.start, chunk.end))
-            sentences.append(chunk.text)
-    names = proper_names(span_names(answers), sentences)
-    held = names_by_sentence(sentences, names)
-    frequent = frequent_names(names, held)
-    _, queries = techniques.graph_of(view)
-    exact = [name for name in frequent if queries.names.exact(name) is not None]
-    resolved = 0
-    for name in frequent:
-        try:
-            techniques.resolve_concept(view, queries, name)
-            resolved += 1
-        except techniques.UnknownConceptError:
-            pass
+FLAT = tuple(name for name in METHODS if name.startswith("search_"))
+ONE_CALL = ("evidence_chain(question)", "evidence_chain(a, b), names as written", "graph_search mode=passages k=20")
+
+
+def independent_bridges(view: View, n: int, seed: int) -> tuple[list[Bridge], dict[str, Any]]:
+    """The protocol's bridge questions of a store, and how many of their names the concept graph holds as they
+    are written (by key, as `find_concepts` looks a name up) or resolves (key, alias or meaning)."""
+    sentences = unique_sentences(c.text for c in view.catalog.chunks_of_level(FINEST))
+    questions = find_bridges(sentences, n, seed)
+    names = sorted({name for q in questions for name in (q.a, q.b)})
+    exact = resolved = 0
+    try:
+        _, queries = techniques.graph_of(view)
+    except techniques.NoGraphError:
+        queries = None
+    if queries is not None:
+        for name in names:
+            exact += queries.names.exact(name) is not None
+            try:
+                techniques.resolve_concept(view, queries, name)
+                resolved += 1
+            except techniques.UnknownConceptError:
+                pass
     coverage = {
+        "sentences": len(sentences),
         "names": len(names),
-        "names_in_two_sentences": len(frequent),
-        "concepts": len(exact) / max(len(frequent), 1),
-        "resolved": resolved / max(len(frequent), 1),
-        "not_concepts": sorted(set(frequent) - set(exact))[:30],
+        "concepts": exact / max(len(names), 1),
+        "resolved": resolved / max(len(names), 1),
     }
-    return bridges(names, held, n, seed), coverage
+    return questions, coverage
 
 
-def run_bridges(server: Any, questions: list[NameBridge], tokens: TokenCounter) -> dict[str, Any]:
+def run_bridges(server: Any, questions: list[Bridge], tokens: TokenCounter) -> dict[str, Any]:
     """Each method's share of questions answered, its refusals (tool errors) and p50 through the MCP client."""
     from mcp.client import Client
 

@@ -336,8 +336,7 @@ def evaluate_set(args: argparse.Namespace, settings) -> int:
     graph_result = None
     if not args.skip_graph:
         t = time.perf_counter()
-        answers = [q.answer or "" for q in qa.questions]
-        graph_result = graph_report(engine, settings, answers, args.bridge_questions, args.seed, progress, notes)
+        graph_result = graph_report(engine, settings, args.bridge_questions, args.seed, progress, notes)
         timings["graph questions"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - began
 

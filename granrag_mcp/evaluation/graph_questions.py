@@ -160,11 +160,10 @@ def _overviews(view: View, tokens: TokenCounter, graph: ConceptGraph, matcher: C
     return {name: {"coverage": float(np.mean(v)) if v else 0.0} for name, v in rows.items()}
 
 
-def graph_report(
-    engine, settings, answers: list[str], n_bridges: int, seed: int, progress, notes: list[str]
-) -> dict | None:
-    """The bridge and overview questions above, and the bridge questions built from the QA set's
-    answer names asked through the MCP tools (`bridge_tools`); None with a note when the store has no graph."""
+def graph_report(engine, settings, n_bridges: int, seed: int, progress, notes: list[str]) -> dict | None:
+    """The bridge and overview questions above, and the bridge questions of the protocol (`bridge_protocol`: names
+    from the text, not the graph) asked through the MCP tools (`bridge_tools`); None with a note when the store
+    has no graph."""
     from granrag_mcp.evaluation.bridge_tools import independent_bridges, run_bridges
     from granrag_mcp.retrieval.graph import NoGraphError
     from granrag_mcp.server.app import build_server
@@ -173,8 +172,8 @@ def graph_report(
     progress.message(f"concept graph: {n_bridges} bridge questions and one overview question per document")
     try:
         result = evaluate(view, engine.tokenizer, n_bridges, seed)
-        questions, coverage = independent_bridges(view, answers, n_bridges, seed)
-        progress.message(f"concept graph: {len(questions)} bridge questions from answer names, through the tools")
+        questions, coverage = independent_bridges(view, n_bridges, seed)
+        progress.message(f"concept graph: {len(questions)} bridge questions of the protocol, through the tools")
         result["independent"] = {
             "questions": len(questions),
             "coverage": coverage,
@@ -215,9 +214,9 @@ def graph_table(result: dict) -> str:
         coverage = independent["coverage"]
         lines += [
             "",
-            f"Bridge questions from the QA set's answer names ({independent['questions']}), through the MCP tools; "
-            f"names in two or more sentences: {coverage['names_in_two_sentences']}, concepts "
-            f"{coverage['concepts']:.3f}, resolved {coverage['resolved']:.3f}",
+            f"Bridge questions of the protocol ({independent['questions']}: names from the text, not the graph), "
+            f"through the MCP tools, {BUDGET} tokens per tool path; of their {coverage['names']} names, graph "
+            f"concepts as written {coverage['concepts']:.3f}, resolved {coverage['resolved']:.3f}",
             "",
             "| tool call | answered | refused | p50 ms |",
             "|---|---:|---:|---:|",

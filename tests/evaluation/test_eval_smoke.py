@@ -123,6 +123,10 @@ def test_the_graph_methods_and_flat_search_share_one_table(smoke: dict) -> None:
     text = (smoke["out"] / "report.md").read_text(encoding="utf-8")
     assert "## Concept graph: bridge and overview questions" in text and table in text
     assert report["timings"]["graph questions"] > 0
+    protocol = graph["independent"]  # the protocol's bridges, through the MCP tools
+    assert {"evidence_chain(question)", "search_narrow lexical=true k=20 (BM25)"} <= set(protocol["bridge"])
+    assert all(0.0 <= row["answered"] <= 1.0 for row in protocol["bridge"].values())
+    assert "Bridge questions of the protocol" in text
 
 
 def test_per_query_rows(smoke: dict) -> None:

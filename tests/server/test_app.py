@@ -40,7 +40,7 @@ TOOLS = {
     "document_outline",
     "get_section",
 }
-GRAPH_TOOLS = {"find_concepts", "concept_neighbourhood", "concept_paths", "graph_search"}  # see tests/server/
+GRAPH_TOOLS = {"find_concepts", "concept_neighbourhood", "concept_paths", "evidence_chain", "graph_search"}
 TOOLS |= GRAPH_TOOLS
 SMALL_CHUNKS = {"broad_tokens": 256, "broad_overlap": 32, "mid_tokens": 64}
 FAKE_MODEL = "fake-hash-embedder"

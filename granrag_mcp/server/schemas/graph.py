@@ -37,6 +37,49 @@ class Sentence(_Model):
     truncated: bool = False
 
 
+class ChainName(_Model):
+    written: str = Field(description="The name as asked.")
+    found: str = Field(description="What the text holds for it (the name itself, an alias, or a part of it).")
+    how: str = Field(description="exact, alias, meaning or partial.")
+    sentences: int = Field(description="Sentences that name it.")
+
+
+class ChainLink(_Model):
+    via: str | None = Field(description="The name or term that bridges the two; absent: a sentence names both.")
+    evidence: list[str] = Field(description="Sentence ids in chain order (A's side, then B's); text in `sentences`.")
+
+
+class ChainSentence(Sentence):
+    citation: str = Field(description="Document, pages and heading path of the sentence.")
+
+
+class EvidenceChain(Budgeted):
+    a: ChainName
+    b: ChainName
+    links: list[ChainLink] = Field(description="Direct links first, then bridges A - via - B, strongest first.")
+    sentences: list[ChainSentence] = Field(description="The linking sentences in chain order, within max_tokens.")
+
+    def as_text(self) -> str:
+        head = (
+            f"{len(self.links)} link(s) between {json.dumps(self.a.found, ensure_ascii=False)} ({self.a.how}) and "
+            f"{json.dumps(self.b.found, ensure_ascii=False)} ({self.b.how}) | {_budget(self)}"
+        )
+        lines = [
+            f"{'direct' if link.via is None else 'via ' + json.dumps(link.via, ensure_ascii=False)}: "
+            + ", ".join(link.evidence)
+            for link in self.links
+        ]
+        blocks = [head, "\n".join(lines) or "nothing found"]
+        if self.sentences:
+            blocks.append(DATA_NOTICE)
+            blocks += [
+                f"{s.chunk_id} | {s.citation} | chars {s.start}-{s.end}"
+                f"{' | truncated to fit max_tokens' if s.truncated else ''}\n{fence(s.text)}"
+                for s in self.sentences
+            ]
+        return "\n\n".join(blocks)
+
+
 class ConceptList(_Model):
     generation: int
     concepts: list[Concept] = Field(description="Best match first.")

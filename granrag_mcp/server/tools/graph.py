@@ -9,16 +9,23 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
+from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, TOP
 from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.records import format_chunk_id
+from granrag_mcp.retrieval import evidence_chain as chains
 from granrag_mcp.retrieval import graph as techniques
+from granrag_mcp.retrieval.citations import citation_line, cite_chunks
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.schemas.arguments import MaxTokens, Query
 from granrag_mcp.server.schemas.graph import (
+    ChainLink,
+    ChainName,
+    ChainSentence,
     CommunityReport,
     Concept,
     ConceptList,
+    EvidenceChain,
     GraphEdge,
     GraphPath,
     GraphSearchResult,
@@ -77,6 +84,10 @@ def _sentences(
         for c, p in zip(found, packing.pieces)
     ]
     return out, packing.tokens_used, packing.omitted
+
+
+def _chain_name(named: chains.Named) -> ChainName:
+    return ChainName(written=named.written, found=named.found, how=named.how, sentences=len(named.rows))
 
 
 def register(server: MCPServer, budget: int) -> None:
@@ -163,6 +174,70 @@ def register(server: MCPServer, budget: int) -> None:
                     hops=[_edge(graph, h) for h in p.hops],
                 )
                 for p in paths
+            ],
+            sentences=sentences,
+        )
+
+    @read_only_tool(server, "Evidence chain between two names")
+    def evidence_chain(
+        ctx: Context[Any, Any],
+        view: CurrentView,
+        tokens: Tokens,
+        question: Annotated[
+            str | None,
+            Field(
+                max_length=2000,
+                description="A question naming two things, such as 'How is A connected to B?'; or pass a and b.",
+            ),
+        ] = None,
+        a: Annotated[
+            str | None, Field(max_length=200, description="The first name, as the documents write it.")
+        ] = None,
+        b: Annotated[
+            str | None, Field(max_length=200, description="The second name, as the documents write it.")
+        ] = None,
+        k: Annotated[int, Field(ge=1, le=50, description="Most links returned (1-50).")] = 20,
+        max_tokens: MaxTokens = budget,
+    ) -> EvidenceChain:
+        """The sentences that link two names, in one call: "How is A connected to B?" (or a and b). Each name is
+        found in every sentence (any case or accents, the graph's aliases, else its longest part); the answer is
+        the sentences naming both, then chains A - C - B through a third name or term C, each as the sentence
+        with A and C followed by the one with C and B, with their citations, within max_tokens. No concept ids
+        needed; works without the concept graph too (it adds its concepts and longer paths).
+        """
+        if a is None or b is None:
+            if a is not None or b is not None or not question:
+                raise InvalidInputError(
+                    "pass a question naming two things ('How is A connected to B?') or both a and b"
+                )
+            a, b = chains.names_of_question(question, view)
+        chain = chains.evidence_chain(view, a, b, k)
+        ordered = list(dict.fromkeys(i for link in chain.links for i in link.sentences))
+        chunks = view.catalog.chunks(ordered)
+        found = [chunks[i] for i in ordered if i in chunks]
+        citations = cite_chunks(view, found)
+        packing = pack([c.text for c in found], max_tokens, tokens)
+        sentences = [
+            ChainSentence(
+                chunk_id=c.public_id,
+                doc_id=c.doc_id,
+                start=c.start,
+                end=c.end,
+                text=p.text,
+                truncated=p.truncated,
+                citation=citation_line(c.doc_id, citations[c.id]),
+            )
+            for c, p in zip(found, packing.pieces)
+        ]
+        return EvidenceChain(
+            generation=view.snapshot.generation,
+            tokens_used=packing.tokens_used,
+            omitted=packing.omitted,
+            a=_chain_name(chain.a),
+            b=_chain_name(chain.b),
+            links=[
+                ChainLink(via=link.via, evidence=[format_chunk_id(FINEST, i) for i in link.sentences])
+                for link in chain.links
             ],
             sentences=sentences,
         )

@@ -185,3 +185,75 @@ def test_a_store_indexed_with_the_graph_off_says_how_to_build_it(tmp_path: Path)
     for error in errors:
         assert "no concept graph" in error and "GRANRAG_GRAPH" in error and "granrag-mcp index" in error
     assert found["hits"]
+
+
+def test_evidence_chain_links_two_names_in_one_call_without_concept_ids(server) -> None:
+    async def scenario(client: Client):
+        return (
+            await call(client, "evidence_chain", {"question": "How are lubricants connected to ball bearings?"}),
+            await call(client, "evidence_chain", {"a": "LUBRICANTS", "b": "Ball Bearings", "max_tokens": 60}),
+            await call(client, "evidence_chain", {"a": "synthetic lubricants", "b": "ball bearings"}),
+        )
+
+    asked, folded, partial = run(server, scenario)
+    assert asked["a"]["found"] == "lubricants" and asked["a"]["how"] == "exact"
+    first = asked["links"][0]
+    assert first["via"].lower() == "machine parts" and len(first["evidence"]) in (2, 4)  # the corpus says it twice
+    texts = {s["chunk_id"]: s["text"] for s in asked["sentences"]}
+    chain = [texts[i] for i in first["evidence"]]
+    assert "Lubricants protect machine parts" in chain[0] and "Ball bearings carry loads" in chain[-1]
+    assert all(s["citation"].startswith("physics.md") for s in asked["sentences"])
+    assert folded["links"][0]["via"].lower() == "machine parts" and folded["tokens_used"] <= 60
+    assert partial["a"]["how"] in {"alias", "meaning", "partial"} and partial["links"]
+
+
+def test_evidence_chain_errors_say_what_to_pass(server) -> None:
+    async def scenario(client: Client):
+        return (
+            await fail(client, "evidence_chain", {"a": "lubricants"}),
+            await fail(client, "evidence_chain", {"a": "lubricants", "b": "Zanzibar quagga"}),
+            await fail(client, "evidence_chain", {"question": "why?"}),
+        )
+
+    one, unknown, vague = run(server, scenario)
+    assert "both a and b" in one
+    assert "no sentence names 'Zanzibar quagga'" in unknown and "search_narrow" in unknown
+    assert "How is A connected to B" in vague
+
+
+def test_evidence_chain_needs_no_concept_graph(tmp_path) -> None:
+    """Without the graph, the bridges are the capitalised names of the text."""
+    settings = Settings(
+        store=tmp_path / "store",
+        model="fake-hash-embedder",
+        broad_tokens=256,
+        broad_overlap=32,
+        mid_tokens=64,
+        graph=False,
+    )
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "history.txt").write_text(
+        "Young Marie Curie studied chemistry at the Flying University in secret. "
+        "Many years later the Flying University admitted Stefan Banach as a lecturer. "
+        "The mathematician Stefan Banach liked long talks in the Scottish Café. "
+        "The chemist Marie Curie won two Nobel prizes for her research.\n",
+        encoding="utf-8",
+    )
+    embedder = FakeEmbedder(dimension=256)
+    fake_index([corpus], settings, embedder)
+    server = build_server(settings, engine_factory=lambda _: fake_engine(settings, embedder))
+
+    async def scenario(client: Client):
+        return (
+            await call(client, "evidence_chain", {"question": "How is marie curie connected to Stefan Banach?"}),
+            await fail(client, "concept_paths", {"source": "Marie Curie", "target": "Stefan Banach"}),
+        )
+
+    chain, no_graph = run(server, scenario)
+    assert "no concept graph" in no_graph
+    link = chain["links"][0]
+    assert link["via"] == "Flying University"
+    texts = {s["chunk_id"]: s["text"] for s in chain["sentences"]}
+    assert "Marie Curie studied" in texts[link["evidence"][0]]
+    assert "admitted Stefan Banach" in texts[link["evidence"][-1]]
