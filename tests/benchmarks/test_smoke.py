@@ -92,6 +92,7 @@ TINY = {
     "bench_tool_list.py": ["--no-save"],
     "bench_watch.py": ["--reads", "50"],
     "bench_watch_idle.py": ["--idle", "2", "--trials", "1"],
+    "bench_multilingual_cost.py": ["--rounds", "1", "--questions", "4", "--articles", "1", "--no-save"],
     "eval_languages.py": ["--out", "{tmp}", "--languages", "zh", "--cross", "zh", "--no-cmrc", "--articles", "1"]
     + ["--sample", "4", "--no-save"],
     "hrr_misses.py": ["--squad", "{squad}", "--store", "{store}", "--sample", "4", "--no-save"],
