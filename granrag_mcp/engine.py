@@ -111,7 +111,7 @@ class Engine:
         # already keep the cores busy.
         faiss.omp_set_num_threads(settings.threads)
         self.tokenizer = RememberedCounts(get_tokenizer(settings.tokenizer))
-        self.embedder = embedder or make_embedder(settings, serving=True)
+        self.embedder = embedder or make_embedder(settings)
         set_model_threads(settings.threads)
         asked = with_model(settings, AUTO_MODEL) if self._auto else settings
         self._identity = identity_for(asked, self.embedder.dimension)
@@ -142,7 +142,7 @@ class Engine:
                 return
             log.info("the store is now embedded with %s: queries are too", model)
             self.settings = with_model(self.settings, model)
-            self.embedder = make_embedder(self.settings, serving=True)
+            self.embedder = make_embedder(self.settings)
             if self.reranker is not None:
                 self.reranker = load_reranker(self.settings.reranker, self.embedder, self.settings.cross_encoder)
 

