@@ -4,8 +4,8 @@ is the one each corpus chooses, unless --model names one). One table, a row per 
 broad MRR@5 and mid HR@5, BM25 broad MRR@5, and the index time.
 
 XQuAD's files share their question ids, so a cross-lingual set is another language's file with each question's text
-replaced by the English question of the same id: the answers stay spans of that language's text. The derived files
-are written under --out, never into the project.
+replaced by the English question of the same id: the answers stay spans of that language's text, and the set is
+asked of that language's store (indexed once). The derived files are written under --out, never into the project.
 
     python benchmarks/eval_languages.py --out /tmp/languages [--sample 200] [--languages en,zh] [--model NAME]
 """
@@ -85,17 +85,27 @@ def main() -> None:
     derived = args.out / "sets"
     derived.mkdir(parents=True, exist_ok=True)
     sets = [xquad(args.data, code) for code in args.languages.split(",") if code]
-    sets += [cross_lingual(args.data, code, derived) for code in args.cross.split(",") if code]
     if not args.no_cmrc:
         sets.append(args.data / "cmrc2018-trial.json")
-    command = [sys.executable, "-m", "granrag_mcp.cli", "eval", "--squad", *map(str, sets)]
-    command += ["--store", str(args.out / "stores"), "--out", str(args.out / "reports"), "--skip-graph", "--no-chart"]
-    command += ["--strategies", "BM25,HRR", "--quiet"]
+    crossed = [code for code in args.cross.split(",") if code]
+    common = ["--skip-graph", "--no-chart", "--strategies", "BM25,HRR", "--quiet"]
     for flag, value in (("--sample", args.sample), ("--articles", args.articles), ("--model", args.model)):
         if value is not None:
-            command += [flag, str(value)]
+            common += [flag, str(value)]
+    eval_command = [sys.executable, "-m", "granrag_mcp.cli", "eval", "--squad"]
     load_before = load_average()
-    subprocess.run(command, check=True, stdout=sys.stderr)
+    for path in sets:  # each set in its own store, STORES/<name>, and report folder, REPORTS/<name>
+        command = [*eval_command, str(path), "--store", str(args.out / "stores" / path.stem)]
+        subprocess.run(
+            [*command, "--out", str(args.out / "reports" / path.stem), *common], check=True, stdout=sys.stderr
+        )
+    for code in crossed:  # the English questions asked of that language's store, indexed here if it is not yet
+        path = cross_lingual(args.data, code, derived)
+        sets.append(path)
+        command = [*eval_command, str(path), "--store", str(args.out / "stores" / xquad(args.data, code).stem)]
+        subprocess.run(
+            [*command, "--out", str(args.out / "reports" / path.stem), *common], check=True, stdout=sys.stderr
+        )
     rows = []
     for path in sets:
         found = sorted((args.out / "reports" / path.stem).rglob("metrics.json"))
