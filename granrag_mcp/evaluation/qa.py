@@ -100,7 +100,7 @@ def load_squad(path: Path, articles: int | None = None) -> QASet:
                 offset += len(PARAGRAPH_SEPARATOR)
             for qa in qas:
                 answers = qa.get("answers") or []
-                if not answers or not str(qa.get("question") or "").strip():  # CMRC 2018 trial has a blank one
+                if not answers or not str(qa.get("question") or "").strip():  # CMRC 2018 trial has two blank ones
                     skipped += 1
                     continue
                 answer = answers[0]
