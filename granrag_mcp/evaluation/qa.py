@@ -38,7 +38,7 @@ class QASet:
     source: Path
     format: str  # "squad" or "jsonl"
     documents: dict[str, str] = field(default_factory=dict)  # doc_id -> text; empty for JSONL (the store has them)
-    skipped: int = 0  # SQuAD questions without an answer
+    skipped: int = 0  # SQuAD questions without an answer or without question text
 
 
 def doc_id_for_title(title: str) -> str:
@@ -66,7 +66,7 @@ def load_squad(path: Path, articles: int | None = None) -> QASet:
     """Questions and documents of a SQuAD file (the first `articles` articles when given).
 
     Each question keeps its first answer (the SQuAD convention for a single gold span); questions without
-    any answer (SQuAD 2.0 impossible ones) are skipped and counted.
+    any answer (SQuAD 2.0 impossible ones) or without question text are skipped and counted.
     """
     path = Path(path)
     data = _read_json(path)
@@ -100,7 +100,7 @@ def load_squad(path: Path, articles: int | None = None) -> QASet:
                 offset += len(PARAGRAPH_SEPARATOR)
             for qa in qas:
                 answers = qa.get("answers") or []
-                if not answers:
+                if not answers or not str(qa.get("question") or "").strip():  # CMRC 2018 trial has two blank ones
                     skipped += 1
                     continue
                 answer = answers[0]

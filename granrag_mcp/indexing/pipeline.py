@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from granrag_mcp.embedding.choice import MULTILINGUAL_MODEL, is_auto, model_for, reads, stored_or_default, with_model
 from granrag_mcp.embedding.embedder import Embedder
-from granrag_mcp.errors import ExtractionError, InvalidInputError, NoDocumentsError
+from granrag_mcp.errors import ExtractionError, GranragError, InvalidInputError, NoDocumentsError
 from granrag_mcp.indexing.adapt_beside import Adapting, CoreMeter
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash, text_of
 from granrag_mcp.indexing.documents import assign_ids, embed_levels, token_projection, token_reducer
@@ -32,11 +33,18 @@ from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.manifest import StoreIdentity
 from granrag_mcp.store.store import Snapshot, check_identity, current_generation
 from granrag_mcp.store.writer import StoreWriter
+from granrag_mcp.text.language import detect_language
 from granrag_mcp.tokens import get_tokenizer
 
 __all__ = ["IndexSummary", "index_paths", "write_graph"]
 
 log = logging.getLogger(__name__)
+
+
+class _Multilingual(GranragError):
+    """Raised inside a run with the `auto` model when a document in another language comes after the English model
+    was chosen: the run starts again with the multilingual model, re-reading every document it needs. A
+    GranragError, so that the draft it abandons passes it on as itself; it never leaves `index_paths`."""
 
 
 def index_paths(
@@ -74,12 +82,30 @@ def index_paths(
         base = None
         if not rebuild and current_generation(writer.root) is not None:  # a rebuild must work on a damaged CURRENT
             base = Snapshot.open(writer.root)
+        discovered = list(summary.failed)  # what discovery refused: a second run reports it again, the rest anew
+        files = [f for f in found.files if f.doc_id not in exclude]
         try:
             run = _IndexRun(writer, base, settings, embedder_factory, summary, progress, parallel)
-            return run.run([f for f in found.files if f.doc_id not in exclude], prune)
+            try:
+                return run.run(files, prune)
+            except _Multilingual:
+                pass  # the draft is gone; the run starts again below, after the base is let go
         finally:
             if base is not None:
                 base.close()
+        # Every document of the store is among `files` (else the run keeps the store's model: see
+        # `_IndexRun._choose`), so a run without the base re-reads and re-embeds them all.
+        log.warning(
+            "documents in languages other than English: embedding the store's %d documents with the multilingual "
+            "model %s",
+            len(files),
+            MULTILINGUAL_MODEL,
+        )
+        again = IndexSummary(store=Path(settings.store))
+        again.unsupported, again.failed = summary.unsupported, discovered
+        settings = with_model(settings, MULTILINGUAL_MODEL)
+        run = _IndexRun(writer, None, settings, embedder_factory, again, progress, parallel, restarted=True)
+        return run.run(files, prune)
 
 
 class _IndexRun:
@@ -95,8 +121,16 @@ class _IndexRun:
         summary: IndexSummary,
         progress: Progress | None,
         parallel: ParallelStages | None,
+        restarted: bool = False,
     ) -> None:
+        # `auto`: the model is the base's (the English model for a new store) until the documents ask for another;
+        # `restarted`: a run started again with the multilingual model that `auto` chose.
+        self.auto = is_auto(settings) and not restarted
+        self.chosen = is_auto(settings) or restarted  # the factory's embedder may be another model than the chosen
+        settings = stored_or_default(settings, base.manifest.identity.model if base else None)
         self.writer, self.base, self.settings = writer, base, settings
+        self.absent: set[str] = set()  # the base's documents this run does not bring: it cannot re-embed those
+        self.warned = False
         self.embedder_factory = embedder_factory
         self.embedder: Embedder | None = None
         self.summary = summary
@@ -132,13 +166,16 @@ class _IndexRun:
         if base is not None:
             check_identity(self.writer.root, base.manifest, wanted)  # before any work; the dimension comes later
         known = base.catalog.content_hashes() if base else {}
+        self.absent = set(known) - {f.doc_id for f in files}
         changed = self._diff(files, known)
         reader = GroupReader(self.settings, self.tokenizer, summary, self.clock, self.progress, self.parallel)
         with ExitStack() as stack:
             identity = wanted
             for group in self._guarded(reader.groups(changed, known)):
+                self._choose(group)
                 if self.builder is None:  # the first document read: the model's dimension, then the draft
-                    identity = wanted.model_copy(update={"dimension": self._dimension(group)})
+                    dimension = self._dimension(group)  # the model chosen, and loaded
+                    identity = wanted.model_copy(update={"model": self.settings.model, "dimension": dimension})
                     if base is not None:
                         check_identity(self.writer.root, base.manifest, identity)
                     self._open(stack, identity)
@@ -161,6 +198,41 @@ class _IndexRun:
             summary.generation = self._commit(removed, identity)
         summary.committed = True
         return summary
+
+    def _choose(self, group: DocumentGroup) -> None:
+        """With the `auto` model: the English model while every document so far is English, else the multilingual
+        one. The first group of a new store chooses; a later group in another language starts the run again with
+        the multilingual model where the run holds every document of the store, and is otherwise embedded with the
+        store's model, with a warning that says how to re-embed."""
+        if not self.auto or not group.documents:
+            return
+        languages = {detect_language(doc.text) for doc in group.documents}
+        if reads(self.settings.model, languages):
+            return
+        if self.parallel is None:  # a parallel engine's workers have embedded the group with the store's model
+            if self.builder is None and self.base is None:  # nothing embedded yet: this group chooses
+                self.settings = with_model(self.settings, model_for(languages))
+                return
+            if not self.absent:
+                raise _Multilingual
+        if not self.warned:
+            self.warned = True
+            log.warning(
+                "documents in languages other than English, in a store embedded with the English model %s, which "
+                "reads them poorly: index all of the store's folders again with --rebuild to embed them all with "
+                "the multilingual model %s",
+                self.settings.model,
+                MULTILINGUAL_MODEL,
+            )
+
+    def _model_embedder(self) -> Embedder:
+        """The embedder the factory gives, or, where the `auto` choice named another model, that model's."""
+        embedder = self.embedder_factory()
+        if self.chosen and embedder.name != self.settings.model:
+            from granrag_mcp.embedding.factory import make_embedder
+
+            embedder = make_embedder(self.settings)
+        return embedder
 
     def _open(self, stack: ExitStack, identity: StoreIdentity) -> None:
         """The draft of the new generation, its builder, and the first chunk id it numbers from."""
@@ -244,7 +316,7 @@ class _IndexRun:
             counts = builder.finish(self.progress)
         # Ranking settings fitted to this text by pseudo-queries (no labels), searched one query at a time; in a
         # child process while the graph is built, where that pays.
-        embedder = self.embedder or self.embedder_factory()
+        embedder = self.embedder or self._model_embedder()
         with Adapting(draft.folder, identity, embedder, self.settings.threads, meter=self.meter) as adaptation:
             if self.settings.graph:
                 with self.clock.stage("graph"):
@@ -286,7 +358,7 @@ class _IndexRun:
         """The vectors' dimension: a parallel engine's, or the model's, loaded here (with the token projection)."""
         if group.prepared is not None:
             return dimension_of(group.prepared)
-        embedder = self.embedder = self.embedder_factory()
+        embedder = self.embedder = self._model_embedder()
         if embedder.dimension <= 0:
             raise InvalidInputError("the embedding model reports no dimension")
         if self.token_dims:

@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from granrag_mcp import __version__
+from granrag_mcp.embedding.choice import stored_or_default
 from granrag_mcp.errors import StoreCorruptError, StoreNotFoundError
 from granrag_mcp.server.library.state import EngineHolder, loading
 from granrag_mcp.server.tools.listing import lean_tool_list
@@ -68,6 +69,7 @@ def check_store(settings: Settings) -> Manifest:
         manifest = load_manifest(settings.store, pointer)
     except OSError as exc:
         raise StoreCorruptError(f"cannot read the manifest of {settings.store / pointer.generation}: {exc}") from exc
+    settings = stored_or_default(settings, manifest.identity.model)  # `auto` serves with the store's model
     check_identity(settings.store, manifest, identity_for(settings, manifest.identity.dimension))
     return manifest
 

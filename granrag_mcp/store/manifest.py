@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from granrag_mcp.settings import ChunkSettings, Settings, VectorMode
+from granrag_mcp.settings import AUTO_MODEL, ChunkSettings, Settings, VectorMode
 
 FORMAT_NAME = "granrag-store"
 FORMAT_VERSION = 2
@@ -21,6 +21,7 @@ class StoreIdentity(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     model: str
+    """The embedding model. In an identity a process asks for, `auto` (settings.AUTO_MODEL) accepts any."""
     dimension: int
     tokenizer: str
     vector_mode: VectorMode
@@ -33,7 +34,7 @@ class StoreIdentity(BaseModel):
         out = []
         for field in ("model", "dimension", "tokenizer", "vector_mode"):
             have, want = getattr(self, field), getattr(wanted, field)
-            if have != want:
+            if have != want and not (field == "model" and want == AUTO_MODEL):
                 out.append(f"{field}: store={have!r}, requested={want!r}")
         want_tokens = wanted.token_vector_dims
         if want_tokens is not None and (self.token_vector_dims or 0) != want_tokens:

@@ -216,3 +216,17 @@ def test_sample_is_seeded_and_keeps_order() -> None:
     assert len(first) == 10 and [int(q.qid) for q in first] == sorted(int(q.qid) for q in first)
     assert sample_questions(questions, None, seed=1) == questions
     assert sample_questions(questions, 500, seed=1) == questions
+
+
+def test_a_question_without_text_is_skipped_and_counted(tmp_path: Path) -> None:
+    context = "The panda eats bamboo."
+    answer = {"text": "bamboo", "answer_start": context.index("bamboo")}
+    qas = [
+        {"id": "kept", "question": "What does the panda eat?", "answers": [answer]},
+        {"id": "blank", "question": "  ", "answers": [answer]},
+    ]
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps({"data": [{"title": "Panda", "paragraphs": [{"context": context, "qas": qas}]}]}))
+    loaded = load_squad(path)
+    assert [q.qid for q in loaded.questions] == ["kept"]
+    assert loaded.skipped == 1
