@@ -125,7 +125,7 @@ def test_no_import_cycles() -> None:
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("granrag_mcp", "errors", "levels", "settings", "outline", "packing", "pagerank", "log_format", "cli_chunker"),
     ("records", "progress", "tokens"),
-    ("text", "embedding"),
+    ("text", "embedding", "pages"),
     ("store", "rerankers"),
     ("retrieval/ranking",),
     ("retrieval",),

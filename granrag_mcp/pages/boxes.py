@@ -1,0 +1,92 @@
+"""Where a span of a PDF's stored text lies on its pages, from the characters of each page's text layer.
+
+The extractor keeps every character of a page's text layer in order and changes only whitespace (line breaks
+joined into paragraphs, edges stripped, NULs dropped), so the i-th visible character of a page's stored text is the
+i-th visible character of its text layer: a span's characters map back to theirs exactly, page by page. Where a
+page's stored text holds more than its text layer (tables added after it), the two are aligned and only the
+characters they share are placed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Box = tuple[float, float, float, float]
+"""x0, y0, x1, y1 in fractions of the page's width and height, from its top-left corner."""
+
+
+@dataclass(frozen=True)
+class PageBox:
+    page: int  # 1-based
+    box: Box
+
+
+def visible(char: str) -> bool:
+    """A character that shows on the page: not whitespace, not a control character."""
+    return not char.isspace() and char.isprintable()
+
+
+def span_boxes(
+    document: Any, page_starts: Sequence[int], text: str, text_start: int, start: int, end: int
+) -> list[PageBox]:
+    """The boxes of the span [start, end) of a PDF's stored text, one per line it covers on each page.
+
+    `text` is the stored text from `text_start` on, holding at least the pages the span covers; `page_starts` are
+    the document's (offsets of each page's first character)."""
+    boxes: list[PageBox] = []
+    for index, page_start in enumerate(page_starts):
+        page_end = page_starts[index + 1] if index + 1 < len(page_starts) else text_start + len(text)
+        if page_end <= start or page_start >= end or index >= len(document):
+            continue
+        page_text = text[page_start - text_start : page_end - text_start]
+        stored = [i for i, char in enumerate(page_text) if visible(char)]
+        wanted = {n for n, i in enumerate(stored) if start <= page_start + i < end}
+        page = document[index]
+        try:
+            boxes += [PageBox(index + 1, box) for box in _line_boxes(page, page_text, stored, wanted)]
+        finally:
+            page.close()
+    return boxes
+
+
+def _line_boxes(page: Any, page_text: str, stored: list[int], wanted: set[int]) -> list[Box]:
+    import pypdfium2.raw
+
+    textpage = page.get_textpage()
+    try:
+        layer = [
+            (i, chr(pypdfium2.raw.FPDFText_GetUnicode(textpage.raw, i))) for i in range(textpage.count_chars())
+        ]
+        layer = [(i, char) for i, char in layer if visible(char)]
+        placed = _matched([page_text[i] for i in stored], [char for _, char in layer])
+        chars = sorted(layer[placed[n]][0] for n in wanted if n in placed)
+        left, bottom, right, top = page.get_cropbox()
+        width, height = (right - left) or 1.0, (top - bottom) or 1.0
+        lines: list[list[float]] = []
+        for char in chars:
+            x0, y0, x1, y1 = textpage.get_charbox(char, loose=True)
+            box = [(x0 - left) / width, (top - y1) / height, (x1 - left) / width, (top - y0) / height]
+            line = lines[-1] if lines else None
+            # The next character of the same line overlaps its height and does not start left of its end by
+            # more than a character: a new line otherwise, so a span over two lines is two boxes, not their hull.
+            if line and box[1] < line[3] and box[3] > line[1] and box[0] >= line[0] - (box[2] - box[0]):
+                line[:] = [min(line[0], box[0]), min(line[1], box[1]), max(line[2], box[2]), max(line[3], box[3])]
+            else:
+                lines.append(box)
+        return [tuple(min(max(v, 0.0), 1.0) for v in line) for line in lines]  # type: ignore[misc]
+    finally:
+        textpage.close()
+
+
+def _matched(stored: list[str], layer: list[str]) -> dict[int, int]:
+    """Index in `stored` -> index in `layer` of the same character: one to one where the sequences agree (the
+    extractor's own output), else through their longest common blocks."""
+    if stored[: len(layer)] == layer[: len(stored)]:
+        return {n: n for n in range(min(len(stored), len(layer)))}
+    placed: dict[int, int] = {}
+    for block in difflib.SequenceMatcher(None, stored, layer, autojunk=False).get_matching_blocks():
+        placed.update({block.a + k: block.b + k for k in range(block.size)})
+    return placed
