@@ -4,7 +4,7 @@ The extractor keeps every character of a page's text layer in order and changes 
 joined into paragraphs, edges stripped, NULs dropped), so the i-th visible character of a page's stored text is the
 i-th visible character of its text layer: a span's characters map back to theirs exactly, page by page. Where a
 page's stored text holds more than its text layer (tables added after it), the two are aligned and only the
-characters they share are placed.
+characters they share are placed (a table's cells on the cells it copies).
 """
 
 from __future__ import annotations
@@ -57,9 +57,7 @@ def _line_boxes(page: Any, page_text: str, stored: list[int], wanted: set[int]) 
 
     textpage = page.get_textpage()
     try:
-        layer = [
-            (i, chr(pypdfium2.raw.FPDFText_GetUnicode(textpage.raw, i))) for i in range(textpage.count_chars())
-        ]
+        layer = [(i, chr(pypdfium2.raw.FPDFText_GetUnicode(textpage.raw, i))) for i in range(textpage.count_chars())]
         layer = [(i, char) for i, char in layer if visible(char)]
         placed = _matched([page_text[i] for i in stored], [char for _, char in layer])
         chars = sorted(layer[placed[n]][0] for n in wanted if n in placed)
@@ -82,11 +80,20 @@ def _line_boxes(page: Any, page_text: str, stored: list[int], wanted: set[int]) 
 
 
 def _matched(stored: list[str], layer: list[str]) -> dict[int, int]:
-    """Index in `stored` -> index in `layer` of the same character: one to one where the sequences agree (the
-    extractor's own output), else through their longest common blocks."""
-    if stored[: len(layer)] == layer[: len(stored)]:
-        return {n: n for n in range(min(len(stored), len(layer)))}
-    placed: dict[int, int] = {}
-    for block in difflib.SequenceMatcher(None, stored, layer, autojunk=False).get_matching_blocks():
-        placed.update({block.a + k: block.b + k for k in range(block.size)})
+    """Index in `stored` -> index in `layer` of the same character: one to one as far as the sequences agree (the
+    extractor's own output), the rest (a table's copy of cells the page already holds, or a text that differs)
+    through their common blocks of two characters or more."""
+    agree = 0
+    while agree < min(len(stored), len(layer)) and stored[agree] == layer[agree]:
+        agree += 1
+    placed = {n: n for n in range(agree)}
+    if agree == len(stored):
+        return placed
+    rest = stored[agree:] if agree == len(layer) else stored
+    offset = len(stored) - len(rest)
+    for block in difflib.SequenceMatcher(None, rest, layer, autojunk=False).get_matching_blocks():
+        if block.size >= 2:
+            placed.update(
+                {offset + block.a + k: block.b + k for k in range(block.size) if offset + block.a + k not in placed}
+            )
     return placed

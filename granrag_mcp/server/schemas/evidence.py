@@ -49,5 +49,3 @@ class PageImageResult(Lean):
             f"page image of {self.chunk_id} | {pages_label(self.pages)} | {len(self.boxes)} box(es) marked | "
             f"images: {shown} | generation {self.generation}\n{fence_doc_id(self.doc_id)}"
         )
-
-

@@ -50,7 +50,9 @@ def register(server: MCPServer, budget: int) -> None:
             doc_id=found.chunk.doc_id,
             pages=list(found.pages),
             boxes=[PageBoxModel(page=b.page, box=[round(v, 4) for v in b.box]) for b in found.boxes],
-            images=[ShownPage(page=i.page, width=i.width, height=i.height, region=list(i.region)) for i in found.images],
+            images=[
+                ShownPage(page=i.page, width=i.width, height=i.height, region=list(i.region)) for i in found.images
+            ],
         )
         result.attach([(image.png, PNG) for image in found.images])
         return result
