@@ -4,7 +4,8 @@ The extractor keeps every character of a page's text layer in order and changes 
 joined into paragraphs, edges stripped, NULs dropped), so the i-th visible character of a page's stored text is the
 i-th visible character of its text layer: a span's characters map back to theirs exactly, page by page. Where a
 page's stored text holds more than its text layer (tables added after it), the two are aligned and only the
-characters they share are placed (a table's cells on the cells it copies).
+characters they share are placed (a table's cells on the cells it copies). A page the extractor read by OCR is
+read again, and its characters placed on the words OCR finds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from granrag_mcp.pages import ocr
 
 Box = tuple[float, float, float, float]
 """x0, y0, x1, y1 in fractions of the page's width and height, from its top-left corner."""
@@ -53,28 +56,44 @@ def span_boxes(
 
 
 def _line_boxes(page: Any, page_text: str, stored: list[int], wanted: set[int]) -> list[Box]:
+    layer = _layer(page)
+    placed = _matched([page_text[i] for i in stored], [char for char, _ in layer])
+    lines: list[list[float]] = []
+    for n in sorted(placed[n] for n in wanted if n in placed):
+        box = list(layer[n][1])
+        line = lines[-1] if lines else None
+        # The next character of the same line overlaps its height and does not start left of its end by more
+        # than a character: a new line otherwise, so a span over two lines is two boxes, not their hull.
+        if line and box[1] < line[3] and box[3] > line[1] and box[0] >= line[0] - (box[2] - box[0]):
+            line[:] = [min(line[0], box[0]), min(line[1], box[1]), max(line[2], box[2]), max(line[3], box[3])]
+        else:
+            lines.append(box)
+    return [tuple(min(max(v, 0.0), 1.0) for v in line) for line in lines]  # type: ignore[misc]
+
+
+def _layer(page: Any) -> list[tuple[str, Box]]:
+    """The visible characters of a page in reading order with their boxes: from its text layer, or, for a page
+    the extractor read by OCR, from the words OCR reads on it again."""
     import pypdfium2.raw
 
     textpage = page.get_textpage()
     try:
-        layer = [(i, chr(pypdfium2.raw.FPDFText_GetUnicode(textpage.raw, i))) for i in range(textpage.count_chars())]
-        layer = [(i, char) for i, char in layer if visible(char)]
-        placed = _matched([page_text[i] for i in stored], [char for _, char in layer])
-        chars = sorted(layer[placed[n]][0] for n in wanted if n in placed)
+        if ocr.scanned(page, textpage.get_text_bounded()) and ocr.missing() is None:
+            try:
+                return ocr.char_boxes(ocr.read_image(ocr.render_for_ocr(page)))
+            except ocr.OcrError:
+                return []
         left, bottom, right, top = page.get_cropbox()
         width, height = (right - left) or 1.0, (top - bottom) or 1.0
-        lines: list[list[float]] = []
-        for char in chars:
-            x0, y0, x1, y1 = textpage.get_charbox(char, loose=True)
-            box = [(x0 - left) / width, (top - y1) / height, (x1 - left) / width, (top - y0) / height]
-            line = lines[-1] if lines else None
-            # The next character of the same line overlaps its height and does not start left of its end by
-            # more than a character: a new line otherwise, so a span over two lines is two boxes, not their hull.
-            if line and box[1] < line[3] and box[3] > line[1] and box[0] >= line[0] - (box[2] - box[0]):
-                line[:] = [min(line[0], box[0]), min(line[1], box[1]), max(line[2], box[2]), max(line[3], box[3])]
-            else:
-                lines.append(box)
-        return [tuple(min(max(v, 0.0), 1.0) for v in line) for line in lines]  # type: ignore[misc]
+        layer = []
+        for i in range(textpage.count_chars()):
+            char = chr(pypdfium2.raw.FPDFText_GetUnicode(textpage.raw, i))
+            if visible(char):
+                x0, y0, x1, y1 = textpage.get_charbox(i, loose=True)
+                layer.append(
+                    (char, ((x0 - left) / width, (top - y1) / height, (x1 - left) / width, (top - y0) / height))
+                )
+        return layer
     finally:
         textpage.close()
 
