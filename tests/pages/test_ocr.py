@@ -1,0 +1,107 @@
+"""OCR of pages without a text layer: PDFs written here with reportlab, drawn at 150 dpi and saved as images only
+(no text layer), read back by Tesseract; skipped where it is not installed."""
+
+from __future__ import annotations
+
+import io
+import logging
+from pathlib import Path
+
+import pdfplumber
+import pypdfium2
+import pytest
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+from reportlab.pdfgen import canvas
+
+from granrag_mcp.errors import ExtractionError
+from granrag_mcp.indexing.formats import pdf
+from granrag_mcp.pages import ocr
+from granrag_mcp.pages.boxes import span_boxes
+from tests.indexing.formats.test_pdf import build_pdf
+
+pytestmark = pytest.mark.skipif(ocr.missing() is not None, reason=ocr.missing() or "")
+
+SCAN_DPI = 150
+
+
+def scanned(data: bytes, dpi: int = SCAN_DPI) -> bytes:
+    """The PDF's pages drawn at `dpi` and saved as a PDF of images: what a scanner gives, with no text layer."""
+    document = pypdfium2.PdfDocument(data)
+    try:
+        images = [document[i].render(scale=dpi / 72).to_pil().convert("RGB") for i in range(len(document))]
+    finally:
+        document.close()
+    buffer = io.BytesIO()
+    images[0].save(buffer, "PDF", save_all=True, append_images=images[1:], resolution=dpi)
+    return buffer.getvalue()
+
+
+PAGES = [
+    ["The harbour of Elwyn was rebuilt by Margaret Hale after the flood.", "The roads were slow to travel."],
+    ["Page two holds the mill of Marrow, rebuilt by Thomas Reed in spring."],
+]
+
+
+def test_a_scanned_pdf_is_read_page_by_page() -> None:
+    text_pdf = build_pdf(PAGES)
+    extracted = pdf.extract(Path("scan.pdf"), scanned(text_pdf))
+    assert len(extracted.page_starts) == 2
+    first, second = extracted.text[: extracted.page_starts[1]], extracted.text[extracted.page_starts[1] :]
+    assert "Margaret Hale" in first and "Thomas Reed" in second
+
+
+def test_a_page_of_a_little_real_text_is_not_read_by_ocr() -> None:
+    extracted = pdf.extract(Path("short.pdf"), build_pdf([["Third page."]]))
+    assert extracted.text == "Third page."
+
+
+def test_the_words_ocr_reads_keep_their_boxes_for_page_image() -> None:
+    text_pdf = build_pdf(PAGES)
+    data = scanned(text_pdf)
+    extracted = pdf.extract(Path("scan.pdf"), data)
+    with pdfplumber.open(io.BytesIO(text_pdf)) as original:
+        page = original.pages[1]
+        truth = next(w for w in page.extract_words() if w["text"] == "Reed")
+        box = [
+            truth["x0"] / page.width,
+            truth["top"] / page.height,
+            truth["x1"] / page.width,
+            truth["bottom"] / page.height,
+        ]
+    start = extracted.text.index("Reed")
+    document = pypdfium2.PdfDocument(data)
+    try:
+        boxes = span_boxes(document, extracted.page_starts, extracted.text, 0, start, start + 4)
+    finally:
+        document.close()
+    assert [b.page for b in boxes] == [2]
+    found = boxes[0].box
+    assert found[0] < box[2] and box[0] < found[2] and found[1] < box[3] and box[1] < found[3]
+
+
+def test_a_chinese_page_is_read() -> None:
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=A4)
+    sheet.setFont("STSong-Light", 20)
+    sheet.drawString(72, 760, "北京是中国的首都，也是一座历史悠久的城市。")
+    sheet.showPage()
+    sheet.save()
+    document = pypdfium2.PdfDocument(buffer.getvalue())
+    try:
+        ink = document[0].render(scale=1).to_pil().convert("L").getextrema()[0] < 128
+    finally:
+        document.close()
+    if not ink:  # reportlab names the CID font without embedding it: PDFium needs a CJK font of the system
+        pytest.skip("no CJK font on this machine to draw the test page with")
+    extracted = pdf.extract(Path("zh.pdf"), scanned(buffer.getvalue(), dpi=200))
+    assert "北京" in extracted.text.replace(" ", "") and "首都" in extracted.text.replace(" ", "")
+
+
+def test_a_scan_ocr_reads_nothing_on_fails_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    """A blank scanned page has no words: the file is skipped saying so, as a text PDF without text is."""
+    blank = scanned(build_pdf([[""]]))
+    with caplog.at_level(logging.WARNING), pytest.raises(ExtractionError, match="OCR read no text"):
+        pdf.extract(Path("blank.pdf"), blank)
