@@ -9,13 +9,15 @@ from pathlib import Path
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.outline import trimmed
+from granrag_mcp.pages import images as image_files
 from granrag_mcp.pages.boxes import PageBox, span_boxes
 from granrag_mcp.pages.render import PageImage, render_pages
 from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.view import View
 
-DRAWN_SUFFIXES = (".pdf",)
-"""The formats whose pages can be drawn: their pages are the file's own, not a reading order's."""
+DRAWN_SUFFIXES = (".pdf", *image_files.SUFFIXES)
+"""The formats whose pages can be drawn: their pages are the file's own, not a reading order's (an image's frames
+as the PDF the extractor read them as)."""
 MAX_PAGES = 4
 """Pages drawn for one chunk at most (a broad chunk can span several): the first ones, each a share of the pixels."""
 
@@ -38,8 +40,8 @@ def page_evidence(view: View, public_id: str, page: int | None, max_pixels: int,
     source = Path(info.source) if info else Path(chunk.doc_id)
     if not outline.page_starts or source.suffix.lower() not in DRAWN_SUFFIXES:
         raise InvalidInputError(
-            f"{chunk.doc_id!r} has no pages to show (page_image draws PDF pages); use get_chunks or expand_window "
-            "for the chunk's text"
+            f"{chunk.doc_id!r} has no pages to show (page_image draws the pages of PDFs and images); use get_chunks "
+            "or expand_window for the chunk's text"
         )
     data = _indexed_bytes(source, info.content_hash if info else "", chunk.doc_id)
     begin, end = trimmed(chunk.start, chunk.text)
@@ -52,7 +54,11 @@ def page_evidence(view: View, public_id: str, page: int | None, max_pixels: int,
     text_end = outline.page_starts[last] if last < n_pages else end
     text = view.catalog.document_slice(chunk.doc_id, text_start, text_end) or ""
     try:
+        if source.suffix.lower() in image_files.SUFFIXES:
+            data = image_files.as_pdf(data)
         document = pypdfium2.PdfDocument(data)
+    except image_files.UnreadableImage as error:
+        raise InvalidInputError(f"{source} can no longer be read as an image ({error}); index it again") from error
     except pypdfium2.PdfiumError as error:
         raise InvalidInputError(f"{source} can no longer be read as a PDF ({error}); index it again") from error
     try:

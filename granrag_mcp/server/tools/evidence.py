@@ -41,7 +41,8 @@ def register(server: MCPServer, budget: int) -> None:
     ) -> PageImageResult:
         """The page (or pages, up to 4) a hit lies on, drawn from the document's file as a PNG image with the hit's
         text marked, so the evidence can be checked as printed. boxes locate the hit's text on each page in
-        fractions of its width and height from the top-left corner. PDFs only; the file must be as indexed.
+        fractions of its width and height from the top-left corner. PDFs and images of pages only; the file must be as
+        indexed.
         """
         found = page_evidence(view, chunk_id, page, max_pixels, crop)
         result = PageImageResult(
