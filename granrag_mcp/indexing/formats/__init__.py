@@ -44,7 +44,6 @@ FORMATS: tuple[Format, ...] = (
         "pypdfium2 (tables: pdfplumber, extra `pdf-tables`)",
         "pages; bookmarks as sections",
     ),
-    Format("Image of pages", image.SUFFIXES, image.extract, "Pillow + Tesseract OCR", "a frame a page"),
     Format("HTML", (".html", ".htm"), html.extract, "stdlib html.parser", "h1-h6 as sections"),
     Format("Word", (".docx",), docx.extract, "python-docx", "Title and Heading styles as sections"),
     Format("PowerPoint", (".pptx",), pptx.extract, "python-pptx", "a slide a page, its title a section"),
@@ -52,6 +51,7 @@ FORMATS: tuple[Format, ...] = (
     Format("CSV / TSV", (".csv", ".tsv"), delimited.extract, "stdlib csv", "-"),
     Format("EPUB", (".epub",), epub.extract, "stdlib zipfile + html.parser", "chapter headings as sections"),
     Format("Jupyter notebook", (".ipynb",), notebook.extract, "stdlib json", "markdown headings as sections"),
+    Format("Image of pages", image.SUFFIXES, image.extract, "Pillow + Tesseract OCR", "a frame a page"),
     Format("Source code", code.SUFFIXES, code.extract, "stdlib (Python: ast)", "Python classes and functions"),
 )
 
