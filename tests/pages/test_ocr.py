@@ -105,3 +105,52 @@ def test_a_scan_ocr_reads_nothing_on_fails_in_one_line(caplog: pytest.LogCapture
     blank = scanned(build_pdf([[""]]))
     with caplog.at_level(logging.WARNING), pytest.raises(ExtractionError, match="OCR read no text"):
         pdf.extract(Path("blank.pdf"), blank)
+
+
+def test_a_page_ocr_fails_on_is_skipped_with_a_warning_naming_it(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ocr, "TIMEOUT_S", 0.001)  # no page can be read this fast: each one fails as a hung engine
+    with caplog.at_level(logging.WARNING), pytest.raises(ExtractionError, match="OCR read no text"):
+        pdf.extract(Path("slow.pdf"), scanned(build_pdf(PAGES)))
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("slow.pdf: page 1 skipped: OCR took longer" in m for m in warned), warned
+    assert any("slow.pdf: page 2 skipped" in m for m in warned), warned
+
+
+def two_columns() -> bytes:
+    """A page of two columns, each a paragraph of numbered sentences, left column first."""
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=A4)
+    for column, x in enumerate((60, 320)):
+        for line in range(12):
+            sheet.drawString(x, 760 - 16 * line, f"Column {'AB'[column]} line {line + 1} of the text.")
+    sheet.showPage()
+    sheet.save()
+    return buffer.getvalue()
+
+
+def test_a_two_column_page_is_read_column_by_column() -> None:
+    text = pdf.extract(Path("columns.pdf"), scanned(two_columns())).text
+    assert text.index("Column A line 12") < text.index("Column B line 1 ")
+
+
+def test_a_photographed_page_skewed_and_noisy_is_read() -> None:
+    import random
+
+    document = pypdfium2.PdfDocument(build_pdf(PAGES))
+    try:
+        picture = document[0].render(scale=200 / 72).to_pil().convert("L")
+    finally:
+        document.close()
+    picture = picture.rotate(3, expand=True, fillcolor=255)
+    rng = random.Random(1)
+    noisy = picture.point(lambda v: v)  # a copy to speckle
+    pixels = noisy.load()
+    for _ in range(noisy.width * noisy.height // 50):
+        x, y = rng.randrange(noisy.width), rng.randrange(noisy.height)
+        pixels[x, y] = rng.choice((0, 255))
+    buffer = io.BytesIO()
+    noisy.convert("RGB").save(buffer, "PDF", resolution=200)
+    text = " ".join(pdf.extract(Path("photo.pdf"), buffer.getvalue()).text.split())
+    assert "Margaret Hale" in text and "flood" in text, text
