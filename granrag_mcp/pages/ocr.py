@@ -81,9 +81,37 @@ def has_image(page: Any) -> bool:
     return any(True for _ in page.get_objects(filter=[pypdfium2.raw.FPDF_PAGEOBJ_IMAGE], max_depth=2))
 
 
+MIN_WORD_SHARE = 0.5
+"""An invisible text layer (an earlier OCR's) is kept when at least this share of its words hold a letter or digit
+run of two or more; below it the layer is garbage and the page is read again."""
+
+
+def garbage(text_layer: str) -> bool:
+    """Whether a text layer reads as noise rather than words: too few of its words hold two letters or digits."""
+    words = text_layer.split()
+    if not words:
+        return True
+    worded = sum(1 for word in words if sum(1 for char in word if char.isalnum()) >= 2)
+    return worded / len(words) < MIN_WORD_SHARE
+
+
+def invisible_only(page: Any) -> bool:
+    """Whether every text object of a PDF page is drawn invisible: the hidden layer an OCR program lays on a scan."""
+    import pypdfium2.raw
+
+    modes = [
+        pypdfium2.raw.FPDFTextObj_GetTextRenderMode(obj.raw)
+        for obj in page.get_objects(filter=[pypdfium2.raw.FPDF_PAGEOBJ_TEXT], max_depth=2)
+    ]
+    return bool(modes) and all(mode == pypdfium2.raw.FPDF_TEXTRENDERMODE_INVISIBLE for mode in modes)
+
+
 def scanned(page: Any, text_layer: str) -> bool:
-    """The rule for reading a PDF page by OCR: a thin text layer over an image."""
-    return needs_ocr(text_layer) and has_image(page)
+    """The rule for reading a PDF page by OCR: an image under a thin text layer, or under an invisible layer of
+    garbage."""
+    if not has_image(page):
+        return False
+    return needs_ocr(text_layer) or (garbage(text_layer) and invisible_only(page))
 
 
 def read_image(image: Any) -> list[Word]:

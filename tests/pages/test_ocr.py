@@ -154,3 +154,34 @@ def test_a_photographed_page_skewed_and_noisy_is_read() -> None:
     noisy.convert("RGB").save(buffer, "PDF", resolution=200)
     text = " ".join(pdf.extract(Path("photo.pdf"), buffer.getvalue()).text.split())
     assert "Margaret Hale" in text and "flood" in text, text
+
+
+def with_invisible_layer(scan: bytes, text: str) -> bytes:
+    """The scan's page image redrawn by reportlab under an invisible text layer holding `text`."""
+    from reportlab.lib.utils import ImageReader
+
+    document = pypdfium2.PdfDocument(scan)
+    try:
+        picture = document[0].render(scale=SCAN_DPI / 72).to_pil().convert("RGB")
+    finally:
+        document.close()
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=A4)
+    sheet.drawImage(ImageReader(picture), 0, 0, *A4)
+    layer = sheet.beginText(72, 780)
+    layer.setTextRenderMode(3)
+    layer.textLine(text)
+    sheet.drawText(layer)
+    sheet.showPage()
+    sheet.save()
+    return buffer.getvalue()
+
+
+def test_an_invisible_layer_of_garbage_is_read_again_and_a_good_one_kept() -> None:
+    scan = scanned(build_pdf(PAGES[:1]))
+    noise = with_invisible_layer(scan, "~ ;| ,' -- :: i ~ ' ;; | , ~~ :' |; - ' , ; | ~")
+    assert "Margaret Hale" in pdf.extract(Path("noise.pdf"), noise).text
+    earlier = with_invisible_layer(scan, "An earlier OCR layer that reads well enough to keep as it is.")
+    assert (
+        pdf.extract(Path("kept.pdf"), earlier).text == "An earlier OCR layer that reads well enough to keep as it is."
+    )
