@@ -101,3 +101,23 @@ def test_scanned_pdfs_answer_as_their_text_versions_do(corpora: dict[str, Any]) 
     assert text["hit"] / len(cases) - scan["hit"] / len(cases) <= 0.05, (text, scan)
     assert scan["page"] >= 0.95 * scan["hit"], scan
     assert scan["marked"] >= 0.90 * scan["hit"], scan
+
+
+def test_page_image_marks_a_hit_on_an_image_file(tmp_path: Path) -> None:
+    from tests.indexing.formats.test_image import frames, saved
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    (folder / "page.png").write_bytes(saved("PNG", frames(dpi=150)[1:]))
+    server, summary = serve(folder, tmp_path / "store")
+    assert summary.added == 1
+
+    async def scenario(client: Client) -> tuple[dict[str, Any], dict[str, Any]]:
+        hit = (await call(client, "search_narrow", {"query": "Thomas Reed mill", "k": 1, "lexical": True}))["hits"][0]
+        return hit, await call(client, "page_image", {"chunk_id": hit["chunk_id"], "max_pixels": 20_000})
+
+    hit, shown = run(server, scenario)
+    assert "Reed" in hit["text"] and hit["pages"] == [1, 1]
+    assert shown["pages"] == [1] and shown["boxes"]
+    x0, y0, x1, y1 = shown["boxes"][0]["box"]
+    assert y0 < 0.1 and x0 < 0.2  # the sentence stands at the top left of the page, as reportlab drew it

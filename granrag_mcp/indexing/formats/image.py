@@ -16,6 +16,10 @@ def extract(path: Path, data: bytes) -> ExtractedText:
     if (missing := ocr.missing()) is not None:
         raise ExtractionError(path, f"an image of text: {missing}")
     try:
-        return read_pdf(path, images.as_pdf(data))
+        pages = images.as_pdf(data)
     except images.UnreadableImage as error:
         raise ExtractionError(path, f"unreadable image ({error})") from error
+    try:
+        return read_pdf(path, pages)
+    except ExtractionError as error:  # the PDF's words for a scan without text do not fit a picture
+        raise ExtractionError(path, "an image without text OCR could read (a photo, a drawing)") from error

@@ -58,3 +58,12 @@ def test_a_multi_page_tiff_is_read_a_frame_a_page_and_its_words_keep_their_boxes
 def test_bytes_that_are_no_image_are_skipped_in_one_line() -> None:
     with pytest.raises(ExtractionError, match="unreadable image"):
         image.extract(Path("broken.png"), b"not an image at all")
+
+
+def test_a_picture_without_text_is_skipped_in_one_line() -> None:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (400, 300), (40, 120, 200)).save(buffer, "PNG")
+    with pytest.raises(ExtractionError, match="an image without text OCR could read"):
+        image.extract(Path("sky.png"), buffer.getvalue())
