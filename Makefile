@@ -23,6 +23,8 @@ CONFORMANCE_STAMP := $(CONFORMANCE)/.installed-$(CONFORMANCE_VERSION)
 # OCR of scanned pages and images: Tesseract and its language data from the OS packages, installed where this runs
 # as root with apt-get; elsewhere one line says what to install, and the OCR tests skip saying why.
 OCR_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-hin
+# Fonts the OCR tests draw their Chinese and Hindi pages with (they skip without them).
+OCR_TEST_FONTS := fonts-wqy-microhei fonts-lohit-deva
 
 .PHONY: run serve-http test test-slow install clean-store dist mcpb ocr
 
@@ -61,7 +63,7 @@ $(CONFORMANCE_STAMP):
 ocr:
 	@if command -v tesseract >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(OCR_PACKAGES) >&2 \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(OCR_PACKAGES) $(OCR_TEST_FONTS) >&2 \
 			|| echo "Tesseract not installed (apt-get failed): scanned PDFs and images are not read, OCR tests skip" >&2; \
 	else echo "Tesseract not found: scanned PDFs and images are not read until it is installed (apt-get install $(OCR_PACKAGES))" >&2; fi
 

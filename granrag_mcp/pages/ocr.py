@@ -192,14 +192,25 @@ def reading_order(words: list[Word]) -> list[Word]:
     return [word for n in ordered for word in blocks[n]]
 
 
+def unspaced(before: str, after: str) -> bool:
+    """Whether two characters are written without a space between them: Chinese and Japanese characters and their
+    punctuation, which Tesseract returns as separate words."""
+    return all(
+        "\u3000" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef"
+        for char in (before, after)
+    )
+
+
 def text_of(words: list[Word]) -> str:
-    """The words as text: a space between words of a line, a line break between lines, a blank line between
-    paragraphs."""
+    """The words as text: a space between words of a line (none between Chinese characters), a line break between
+    lines, a blank line between paragraphs."""
     out: list[str] = []
     last: tuple[int, int, int] | None = None
     for word in words:
         if last is not None:
-            out.append(" " if word.line == last else "\n" if word.line[:2] == last[:2] else "\n\n")
+            same_line = word.line == last
+            if not (same_line and unspaced(out[-1][-1], word.text[0])):
+                out.append(" " if same_line else "\n" if word.line[:2] == last[:2] else "\n\n")
         out.append(word.text)
         last = word.line
     return "".join(out)
