@@ -114,34 +114,50 @@ def scanned(page: Any, text_layer: str) -> bool:
     return needs_ocr(text_layer) or (garbage(text_layer) and invisible_only(page))
 
 
+FIRST_LANGUAGE = "eng"
+"""Read first alone, since it is the commonest script and one language reads in half the time of three."""
+CONFIDENT = 80.0
+"""A page read in the first language with a mean word confidence (0-100) below this is in another script, or
+mixes scripts: it is read again with every installed language."""
+
+
 def read_image(image: Any) -> list[Word]:
     """The words of a PIL image, in reading order (`reading_order`), with their boxes; OcrError where the engine
-    fails."""
+    fails. The languages follow the page: the first language alone where it reads the page confidently, else all."""
     from PIL import ImageFilter
 
     languages = available_languages()
     if not languages:
         raise OcrError(missing() or "OCR is not available")
-    width, height = image.size
     with tempfile.TemporaryDirectory(prefix="granrag-ocr-") as folder:
         source = Path(folder) / "page.png"
         # A median of 3 pixels clears the speckle of a photo or a poor scan and keeps strokes of 300 dpi type.
         image.convert("L").filter(ImageFilter.MedianFilter(3)).save(source)
-        try:
-            done = subprocess.run(
-                [shutil.which(ENGINE) or ENGINE, str(source), "stdout", "-l", "+".join(languages), "tsv"],
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
-                env={**os.environ, "OMP_THREAD_LIMIT": OMP_THREADS},
-            )
-        except subprocess.TimeoutExpired as error:
-            raise OcrError(f"OCR took longer than {TIMEOUT_S} s") from error
-        except OSError as error:
-            raise OcrError(f"OCR could not start ({error})") from error
+        first = (FIRST_LANGUAGE,) if FIRST_LANGUAGE in languages and len(languages) > 1 else languages
+        words, confidence = _tesseract(source, first, image.size)
+        if first != languages and confidence < CONFIDENT:
+            words, _ = _tesseract(source, languages, image.size)
+    return reading_order(words)
+
+
+def _tesseract(source: Path, languages: tuple[str, ...], size: tuple[int, int]) -> tuple[list[Word], float]:
+    """The words Tesseract reads in an image file, and their mean confidence (0 without words)."""
+    try:
+        done = subprocess.run(
+            [shutil.which(ENGINE) or ENGINE, str(source), "stdout", "-l", "+".join(languages), "tsv"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env={**os.environ, "OMP_THREAD_LIMIT": OMP_THREADS},
+        )
+    except subprocess.TimeoutExpired as error:
+        raise OcrError(f"OCR took longer than {TIMEOUT_S} s") from error
+    except OSError as error:
+        raise OcrError(f"OCR could not start ({error})") from error
     if done.returncode != 0:
         raise OcrError(f"OCR failed ({done.stderr.strip().splitlines()[-1:] or done.returncode})")
-    words = []
+    width, height = size
+    words, confidences = [], []
     for row in csv.DictReader(io.StringIO(done.stdout), delimiter="\t", quoting=csv.QUOTE_NONE):
         text = (row.get("text") or "").strip()
         if row.get("level") != "5" or not text:
@@ -150,7 +166,8 @@ def read_image(image: Any) -> list[Word]:
         right, bottom = left + int(row["width"]), top + int(row["height"])
         line = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
         words.append(Word(text, (left / width, top / height, right / width, bottom / height), line))
-    return reading_order(words)
+        confidences.append(float(row.get("conf") or 0))
+    return words, sum(confidences) / len(confidences) if confidences else 0.0
 
 
 WIDE_BLOCK = 0.6
