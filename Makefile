@@ -20,7 +20,13 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 CONFORMANCE := .tools/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE)/.installed-$(CONFORMANCE_VERSION)
 
-.PHONY: run serve-http test test-slow install clean-store dist mcpb
+# OCR of scanned pages and images: Tesseract and its language data from the OS packages, installed where this runs
+# as root with apt-get; elsewhere one line says what to install, and the OCR tests skip saying why.
+OCR_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-hin
+# Fonts the OCR tests draw their Chinese and Hindi pages with (they skip without them).
+OCR_TEST_FONTS := fonts-wqy-microhei fonts-lohit-deva
+
+.PHONY: run serve-http test test-slow install clean-store dist mcpb ocr
 
 # Recipes are silent and their output goes to stderr: `make run` is a stdio MCP server, whose stdout carries
 # nothing but protocol messages.
@@ -54,12 +60,21 @@ $(CONFORMANCE_STAMP):
 		else echo "MCP conformance suite not installed (npm failed): its test will skip" >&2; fi; \
 	else echo "npm not found: MCP conformance suite not installed, its test will skip" >&2; fi
 
-install: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP)
+ocr:
+	@if dpkg -s $(OCR_PACKAGES) $(OCR_TEST_FONTS) >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			$(OCR_PACKAGES) $(OCR_TEST_FONTS); } >&2 \
+			|| echo "Tesseract not installed (apt-get failed): scanned PDFs and images are not read, OCR tests skip" >&2; \
+	elif command -v tesseract >/dev/null 2>&1; then :; \
+	else echo "Tesseract not found: scanned PDFs and images are not read until it is installed (apt-get install $(OCR_PACKAGES))" >&2; fi
 
-run: $(STAMP)
+install: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP) ocr
+
+run: $(STAMP) ocr
 	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --library docs
 
-serve-http: $(STAMP)
+serve-http: $(STAMP) ocr
 	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --library docs --transport http
 
 # tests/test_packaging.py builds the sdist and wheel and installs the wheel in a new venv; these targets keep them.
@@ -72,7 +87,7 @@ mcpb: $(MCPB_STAMP)
 # Lint, types, the suite, then the embedding and server paths again with torch, oneDNN and FAISS held to AVX2: the
 # fp32 path a CPU without AVX-512 takes (precision `auto` resolves to fp32 there), exercised on any machine.
 AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 FAISS_OPT_LEVEL=avx2
-test: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP)
+test: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP) ocr
 	$(BIN)/ruff check granrag_mcp tests benchmarks
 	$(BIN)/ruff format --check granrag_mcp tests benchmarks
 	$(BIN)/mypy

@@ -340,6 +340,7 @@ def cmd_search(args: argparse.Namespace, settings) -> int:
                 "score": h.score,
                 "pages": list(pages) if (pages := cited[h.chunk.id].pages) else None,
                 "section": list(cited[h.chunk.id].section),
+                "sections": [list(path) for path in cited[h.chunk.id].sections],
                 "text": h.chunk.text,
             }
             for h in hits

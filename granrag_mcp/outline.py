@@ -69,6 +69,10 @@ class Outline:
             offset = following
         return offset
 
+    def ancestors(self, index: int | None) -> tuple[int, ...]:
+        """Section `index` and the sections above it, as indexes, outermost first; () for None."""
+        return () if index is None else self._paths[index]
+
     def path(self, index: int | None) -> list[str]:
         """The heading path of section `index`: its ancestors' titles and its own, outermost first."""
         return [] if index is None else [self.sections[i].title for i in self._paths[index]]

@@ -94,14 +94,37 @@ class Report:
         placed = [(document.index(unit), unit) for unit in self.units]
         first = next(u for at, u in placed if at <= begin < at + len(u))
         last = next(u for at, u in placed if at < stop <= at + len(u))
-        inside = [u for at, u in sorted(placed) if begin <= at < stop or u == first]
-        return [self.units[first][0], self.units[last][0]], self.body_path(inside)
+        return [self.units[first][0], self.units[last][0]], self.body_path(self.inside(document, start, end))
+
+    def inside(self, document: str, start: int, end: int) -> list[str]:
+        """The units the span [start, end) of `document` has characters of, in text order."""
+        piece = document[start:end]
+        begin, stop = start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
+        placed = [(document.index(unit), unit) for unit in self.units]
+        first = next(u for at, u in placed if at <= begin < at + len(u))
+        return [u for at, u in sorted(placed) if begin <= at < stop or u == first]
 
     def body_path(self, units: list[str]) -> list[str]:
-        """The heading path a span of these units (in text order) cites: that of its first unit that is not a
-        heading, past the headings it opens with; a span of headings only cites its last heading."""
-        body = next((u for u in units if not self.is_heading(u)), units[-1])
-        return list(self.units[body][1])
+        """The heading path a span of these units (in text order) cites: the path shared by the sections of its
+        units that are not headings (a span that runs on into the next section cites what both share); a span of
+        headings only cites its last heading."""
+        paths = self.body_paths(units)
+        shared = paths[0]
+        for path in paths[1:]:
+            n = 0
+            while n < min(len(shared), len(path)) and shared[n] == path[n]:
+                n += 1
+            shared = shared[:n]
+        return shared
+
+    def body_paths(self, units: list[str]) -> list[list[str]]:
+        """The heading path of each section these units have text in, once each, in text order (the last heading's
+        for a span of headings only)."""
+        paths: list[list[str]] = []
+        for unit in [u for u in units if not self.is_heading(u)] or units[-1:]:
+            if list(self.units[unit][1]) not in paths:
+                paths.append(list(self.units[unit][1]))
+        return paths
 
     def is_heading(self, unit: str) -> bool:
         path = self.units[unit][1]

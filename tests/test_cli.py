@@ -33,7 +33,7 @@ def granrag(*args, env=None, timeout=240):
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     write_corpus(root / "docs", FACTS, repeat=1)
-    (root / "docs" / "logo.png").write_bytes(b"\x89PNG")
+    (root / "docs" / "logo.svg").write_bytes(b"<svg/>")
     result = granrag("index", root / "docs", "--store", root / "store")
     assert result.returncode == 0, result.stderr
     assert "3 added" in result.stdout and "1 unsupported" in result.stdout

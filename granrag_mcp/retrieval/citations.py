@@ -1,12 +1,16 @@
 """Where a span of a document sits in its structure: the pages it covers and the heading path above it.
 
-A chunk's section is the innermost one whose heading starts at or before the chunk's body (its first character
-past the whitespace and heading lines it opens with), its path the titles of that section's ancestors and its
-own; its pages are those its text spans. A document without headings cites no section, an unpaged one no pages.
+A span's text lies in the section its body starts in (its first character past the whitespace and heading lines it
+opens with) and in each section whose heading starts inside it with text of its own before the span ends. It cites
+the innermost section holding all of them (the path they share: its ancestors' titles and its own) and, where there
+are several, lists each one's path in reading order, so a passage that runs on into the next section is never cited
+by the one it starts in alone. Its pages are those its text spans. A document without headings cites no section,
+an unpaged one no pages.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,6 +23,7 @@ from granrag_mcp.retrieval.view import View
 class Citation:
     pages: tuple[int, int] | None = None  # first and last page, 1-based; None where the format has no pages
     section: tuple[str, ...] = ()  # heading path, outermost first; empty where there is no heading above
+    sections: tuple[tuple[str, ...], ...] = ()  # each section's path where the span covers several, else empty
 
 
 UNCITED = Citation()
@@ -37,12 +42,43 @@ def citation_line(doc_id: str, citation: Citation) -> str:
     return " · ".join(part for part in parts if part)
 
 
+def covered(outline: Outline, start: int, text: str) -> list[int | None]:
+    """The sections `text` (a span starting at `start`) has text in, in reading order, as indexes; None for text
+    before the first heading."""
+    begin, end = trimmed(start, text)
+    body = outline.body_start(start, text)
+    found: list[int | None] = [outline.index_at(body)]
+    starts = [section.start for section in outline.sections]
+    headings = set(starts)
+    for i in range(bisect_right(starts, body), bisect_left(starts, end)):
+        inside = outline.body_start(starts[i], text[starts[i] - start :])
+        # a heading counts for the body after it; headings with no text of their own before the span ends do not
+        if inside < end and inside not in headings:
+            index = outline.index_at(inside)
+            if index not in found:
+                found.append(index)
+    return found
+
+
+def shared(outline: Outline, indexes: Sequence[int | None]) -> int | None:
+    """The innermost section that holds all of `indexes` (None where none does)."""
+    chains = [outline.ancestors(i) for i in indexes]
+    common: int | None = None
+    for level in zip(*chains):
+        if any(i != level[0] for i in level):
+            break
+        common = level[0]
+    return common
+
+
 def cite(outline: Outline, start: int, text: str) -> Citation:
     """The citation of `text`, a span of the document that starts at character `start`."""
     if not outline:
         return UNCITED
     begin, end = trimmed(start, text)
-    return Citation(outline.pages(begin, end), tuple(outline.path(outline.index_at(outline.body_start(start, text)))))
+    indexes = covered(outline, start, text) if outline.sections else [None]
+    listed = tuple(tuple(outline.path(i)) for i in indexes) if len(indexes) > 1 else ()
+    return Citation(outline.pages(begin, end), tuple(outline.path(shared(outline, indexes))), listed)
 
 
 def cite_chunks(view: View, chunks: Sequence[Chunk]) -> dict[int, Citation]:

@@ -14,6 +14,7 @@ from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, Level, parent_of
 from granrag_mcp.outline import Outline
 from granrag_mcp.records import Chunk
+from granrag_mcp.retrieval.citations import covered, shared
 from granrag_mcp.retrieval.view import View
 
 SECTION_CHUNKS: Level = parent_of(FINEST) or FINEST
@@ -87,6 +88,12 @@ def document_outline(view: View, doc_id: str, max_depth: int | None = None) -> D
     return DocumentOutline(doc_id, n_chars, pages, sections, len(outline.sections))
 
 
+def _at_depth(outline: Outline, index: int, depth: int | None) -> int | None:
+    """Section `index`, or with `depth` its innermost enclosing section at most that deep."""
+    found = [i for i in outline.ancestors(index) if depth is None or outline.sections[i].level <= depth]
+    return found[-1] if found else None
+
+
 def enclosing_section(view: View, public_id: str, depth: int | None = None) -> tuple[Chunk, SectionSpan]:
     """The chunk, and the section that holds it: the innermost, or with `depth` the innermost at most that deep
     (1: the chapter)."""
@@ -98,7 +105,9 @@ def enclosing_section(view: View, public_id: str, depth: int | None = None) -> t
             "kept: index it again to get them); use get_parent or expand_window for the text around the chunk"
         )
     begin = chunk.start + len(chunk.text) - len(chunk.text.lstrip())
-    index = outline.enclosing(begin, depth)
+    # A chunk that runs across sections is held by the innermost section they share, not the one it starts in.
+    common = shared(outline, covered(outline, chunk.start, chunk.text))
+    index = outline.enclosing(begin, depth) if common is None else _at_depth(outline, common, depth)
     if index is None:
         where = "before the first heading" if depth is None else f"under no heading of depth {depth} or less"
         raise InvalidInputError(

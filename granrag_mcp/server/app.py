@@ -110,9 +110,9 @@ class Registration:
 def register_all(server: MCPServer, settings: Settings) -> ModuleType:
     """Every tool, resource and template of `settings` on `server`; returns the resources module."""
     from granrag_mcp.server.library import resources
-    from granrag_mcp.server.tools import context, graph, library, search
+    from granrag_mcp.server.tools import context, evidence, graph, library, search
 
-    for group in (search, context, library, graph):  # the order in which they are listed
+    for group in (search, context, library, graph, evidence):  # the order in which they are listed
         group.register(server, settings.max_tokens)
     if settings.allow_write:  # without it the write tools do not exist, nor is the indexing pipeline imported
         from granrag_mcp.server.tools import write

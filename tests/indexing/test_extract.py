@@ -104,7 +104,7 @@ def test_hidden_files_and_folders_are_skipped_silently(tmp_path: Path) -> None:
 
 def test_unsupported_suffixes_are_counted(tmp_path: Path) -> None:
     write(tmp_path / "keep.md", "k")
-    image = write(tmp_path / "image.png", b"\x89PNG")
+    image = write(tmp_path / "image.svg", b"<svg/>")
     data = write(tmp_path / "sub" / "data.parquet", "PAR1")
     no_suffix = write(tmp_path / "README", "r")
     found = discover([tmp_path])
@@ -623,7 +623,7 @@ def test_truncated_pdf_raises_naming_the_file(tmp_path: Path) -> None:
 
 def test_scanned_pdf_without_text_is_skipped(tmp_path: Path) -> None:
     path = write(tmp_path / "scan.pdf", blank_pdf())
-    with pytest.raises(ExtractionError, match=r"no text layer \(a scanned PDF: run OCR") as caught:
+    with pytest.raises(ExtractionError, match=r"no text layer \(a scanned PDF\), and ") as caught:
         extract(path)
     assert str(path) in str(caught.value)
 

@@ -114,7 +114,7 @@ def test_empty_input_is_an_error_and_leaves_the_store_untouched(tmp_path):
     pointer = read_current(store)
     empty = tmp_path / "empty"
     empty.mkdir()
-    (empty / "image.png").write_bytes(b"\x89PNG")
+    (empty / "image.svg").write_bytes(b"<svg/>")
     with pytest.raises(NoDocumentsError, match="nothing to index.*1 other files skipped"):
         index(empty, store)
     assert read_current(store) == pointer
@@ -135,7 +135,7 @@ def test_bad_files_are_skipped_and_counted_without_stopping_the_run(tmp_path):
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
     (docs / "binary.txt").write_bytes(b"\x00\xff\x00" * 50)
     (docs / "latin1.txt").write_bytes("caf\xe9 cr\xe8me br\xfbl\xe9e".encode("latin-1"))
-    (docs / "photo.jpg").write_bytes(b"\xff\xd8")
+    (docs / "drawing.svg").write_bytes(b"<svg/>")
     summary = index(docs, tmp_path / "store")
     assert summary.added == 4
     assert {p.rsplit("/", 1)[-1] for p, _ in summary.failed} == {"broken.pdf", "binary.txt"}

@@ -70,7 +70,7 @@ def test_a_batch_of_temporary_or_unsupported_files_runs_nothing(library) -> None
     sync, _, folder = library
     generation = sync.sync().summary.generation  # type: ignore[union-attr]
     (folder / "cooking.txt.swp").write_bytes(b"\0swap")
-    (folder / "picture.png").write_bytes(b"\x89PNG")
+    (folder / "picture.svg").write_bytes(b"<svg/>")
     (folder / ".hidden.md").write_text("Hidden notes are skipped.", encoding="utf-8")
     result = sync.sync()
     assert result.outcome == "unchanged" and result.summary is None

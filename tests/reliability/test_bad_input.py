@@ -38,6 +38,7 @@ EXPECTED_ERRORS = {
     "unknown doc id": re.compile(r"unknown doc_id(\(s\))? .*list_documents shows"),
     "no headings": re.compile(r"has no headings .*use get_parent or expand_window"),
     "outside the headings": re.compile(r"lies .* of .*; use document_outline to see its sections"),
+    "no pages": re.compile(r"has no pages to show .*use get_chunks or expand_window"),
     "broad has no parent": re.compile(r"are broad chunks, the top of the hierarchy, and have no parent"),
     "unknown concept": re.compile(
         r"unknown concept .*(the closest names are|no concept is spelt or means nearly).*call find_concepts"

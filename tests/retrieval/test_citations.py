@@ -39,6 +39,8 @@ def test_every_chunk_cites_the_pages_and_headings_of_what_it_holds(view) -> None
     for chunk in chunks:
         pages, section = report.expected_at(document, chunk.start, chunk.end)
         assert (list(cited[chunk.id].pages or ()), list(cited[chunk.id].section)) == (pages, section), chunk
+        paths = report.body_paths(report.inside(document, chunk.start, chunk.end))
+        assert [list(p) for p in cited[chunk.id].sections] == (paths if len(paths) > 1 else []), chunk
     assert {c.level for c in chunks} == set(LEVELS)
     plain = [c for c in view.catalog.chunks_of_level("mid") if c.doc_id == "plain.txt"]
     assert cite_chunks(view, plain) == {c.id: UNCITED for c in plain}
@@ -50,7 +52,11 @@ def test_a_chunk_that_starts_with_the_line_break_before_a_heading_cites_that_hea
     text = view.catalog.document_text(f"report{SUFFIX}") or ""
     at = text.index("Results")
     assert list(cite(outline, at - 1, text[at - 1 : at + 30]).section) == ["Results"]
-    assert list(cite(outline, at - 30, text[at - 30 : at + 30]).section) == ["Methods", "Statistical analysis"]
+    across = cite(outline, at - 30, text[at - 30 : at + 30])  # the end of one chapter and the start of the next
+    assert list(across.section) == []  # the two share no heading
+    assert across.sections == (("Methods", "Statistical analysis"), ("Results",))
+    within = cite(outline, at - 30, text[at - 30 : at - 1])
+    assert (within.section, within.sections) == (("Methods", "Statistical analysis"), ())
 
 
 def test_sections_list_their_chunks_once_and_a_chunk_climbs_to_them(view) -> None:

@@ -39,6 +39,7 @@ TOOLS = {
     "get_chunks",
     "document_outline",
     "get_section",
+    "page_image",
 }
 GRAPH_TOOLS = {"find_concepts", "concept_neighbourhood", "concept_paths", "evidence_chain", "graph_search"}
 TOOLS |= GRAPH_TOOLS

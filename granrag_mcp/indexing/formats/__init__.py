@@ -14,6 +14,7 @@ from granrag_mcp.indexing.formats import (
     docx,
     epub,
     html,
+    image,
     markdown,
     notebook,
     pdf,
@@ -50,6 +51,7 @@ FORMATS: tuple[Format, ...] = (
     Format("CSV / TSV", (".csv", ".tsv"), delimited.extract, "stdlib csv", "-"),
     Format("EPUB", (".epub",), epub.extract, "stdlib zipfile + lxml", "chapter headings as sections"),
     Format("Jupyter notebook", (".ipynb",), notebook.extract, "stdlib json", "markdown headings as sections"),
+    Format("Image of pages", image.SUFFIXES, image.extract, "Pillow + Tesseract OCR", "a frame a page"),
     Format("Source code", code.SUFFIXES, code.extract, "stdlib (Python: ast)", "Python classes and functions"),
 )
 

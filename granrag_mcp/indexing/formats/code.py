@@ -28,7 +28,9 @@ def python_definitions(text: str) -> tuple[Section, ...]:
     not parse."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deep or too odd: a file without sections
+    # Too deep or too odd: a file without sections. SystemError too: after one RecursionError, CPython 3.11 can
+    # leave its syntax-tree depth count off, and every later parse in the process fails with it.
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         return ()
     line_starts = [0]
     for line in text.split("\n")[:-1]:

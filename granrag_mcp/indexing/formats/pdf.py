@@ -1,12 +1,14 @@
 """PDF: the text of each page (pypdfium2), pages separated by a blank line and their starts kept; the bookmarks
 (the outline a PDF viewer shows) as sections where their title is found on their page; with the `pdf-tables`
-extra, the tables pdfplumber finds on a page follow its text as Markdown tables."""
+extra, the tables pdfplumber finds on a page follow its text as Markdown tables. A page without a text layer (a
+scan, a photo) is read by OCR (`pages.ocr`) where Tesseract is installed."""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
 import io
+import logging
 import re
 from array import array
 from collections.abc import Iterator
@@ -16,6 +18,9 @@ from typing import Any
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.formats.base import ExtractedText, Section, normalise_newlines
 from granrag_mcp.indexing.formats.builder import TextBuilder, one_line
+from granrag_mcp.pages import ocr
+
+log = logging.getLogger(__name__)
 
 TABLES_EXTRA = "pip install 'granrag-mcp[pdf-tables]'"
 _MIN_RULES_FOR_A_TABLE = 4
@@ -45,7 +50,7 @@ def extract(path: Path, data: bytes) -> ExtractedText:
         for table in tables.get(number, []):
             builder.block(table)
     if not builder.length:
-        raise ExtractionError(path, "no text layer (a scanned PDF: run OCR on it first to index it)")
+        raise ExtractionError(path, f"no text layer (a scanned PDF), and {ocr.missing() or 'OCR read no text in it'}")
     built = builder.build()
     return dataclasses.replace(built, sections=_sections(built.text, built.page_starts, bookmarks))
 
@@ -129,11 +134,28 @@ def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:
             textpage = page.get_textpage()
             text = textpage.get_text_bounded()
             rules = sum(1 for _ in page.get_objects(filter=[pypdfium2.raw.FPDF_PAGEOBJ_PATH], max_depth=2))
+            scanned = ocr.scanned(page, text)
             textpage.close()
             page.close()
         except pypdfium2.PdfiumError as error:  # a damaged page: the file is skipped, as a reader would fail too
             raise ExtractionError(path, f"unreadable PDF page {number + 1} ({error})") from error
+        if scanned:
+            text = _read_by_ocr(path, document, number)
         yield reflow(normalise_newlines(text).replace("\x00", "").strip()), rules >= _MIN_RULES_FOR_A_TABLE
+
+
+def _read_by_ocr(path: Path, document: Any, number: int) -> str:
+    """The text OCR reads on a page without a text layer; "" (and a warning naming the page) where it cannot."""
+    if ocr.missing() is not None:
+        return ""
+    page = document[number]
+    try:
+        return ocr.text_of(ocr.read_image(ocr.render_for_ocr(page)))
+    except ocr.OcrError as error:
+        log.warning("%s: page %d skipped: %s", path, number + 1, error)
+        return ""
+    finally:
+        page.close()
 
 
 _PARAGRAPH_END = re.compile(r"[.!?:;\"\u201d\u2019')\]]$")

@@ -48,7 +48,14 @@ Pages = Annotated[
     Field(min_length=2, max_length=2, description=PAGES_DESCRIPTION),
 ]
 """[first, last] page, written in place of the `anyOf` pydantic would emit (see `_nullable_map_of`)."""
-SECTION_DESCRIPTION = "Heading path above the text, outermost first ('Methods', 'Statistical analysis'); empty if none."
+SECTION_DESCRIPTION = (
+    "Heading path of the section that holds the text, outermost first ('Methods', 'Statistical analysis'); where "
+    "the text runs across sections, the path they share; empty if none."
+)
+SECTIONS_DESCRIPTION = (
+    "Where the text runs across several sections: the heading path of each, in reading order ([] for text before "
+    "the first heading); absent otherwise."
+)
 TITLE_CHARS = 200
 """Characters of one heading a result carries: a title names a section, and a document can make one a page long."""
 PATH_HEADINGS = 12
@@ -105,6 +112,7 @@ class Hit(_Model):
     language: str | None = Field(
         None, description="Language of the chunk's document (ISO 639-1, 'und' when unsure); absent where unknown."
     )
+    sections: list[list[str]] = Field(default_factory=list, description=SECTIONS_DESCRIPTION)
 
     @classmethod
     def of(
@@ -143,8 +151,17 @@ class Hit(_Model):
 
 
 def citation_fields(citation: Citation) -> dict[str, Any]:
-    """A citation as the `pages` and `section` fields every hit and window carries."""
-    return {"pages": list(citation.pages) if citation.pages else None, "section": clip_path(citation.section)}
+    """A citation as the `pages`, `section` and `sections` fields every hit and window carries, each heading path
+    clipped as `clip_path` says and at most PATH_HEADINGS sections listed (the first and the last kept)."""
+    sections = [clip_path(path) for path in citation.sections]
+    if len(sections) > PATH_HEADINGS:
+        keep = PATH_HEADINGS - 1
+        sections = sections[: keep // 2] + [["…"]] + sections[len(sections) - (keep - keep // 2) :]
+    return {
+        "pages": list(citation.pages) if citation.pages else None,
+        "section": clip_path(citation.section),
+        "sections": sections,
+    }
 
 
 class Budgeted(_Model):
@@ -211,6 +228,7 @@ class WindowResult(Budgeted):
     truncated: bool = Field(description="True when the window text was cut to fit max_tokens.")
     pages: Pages = None
     section: list[str] = Field(default_factory=list, description=SECTION_DESCRIPTION)
+    sections: list[list[str]] = Field(default_factory=list, description=SECTIONS_DESCRIPTION)
     members: list[Hit] = Field(
         description="The chunks of the window in reading order; their text is left empty, it is in `text`."
     )
@@ -281,8 +299,12 @@ def fence_doc_id(doc_id: str) -> str:
     return fence(_quote(doc_id), "doc_id")
 
 
-def fence_section(section: Sequence[str]) -> str:
-    """The heading path, from the documents like a doc_id, in its own fence: 'Methods > Statistical analysis'."""
+def fence_section(section: Sequence[str], sections: Sequence[Sequence[str]] = ()) -> str:
+    """The heading path, from the documents like a doc_id, in its own fence: 'Methods > Statistical analysis'; for
+    text that runs across sections, each one's path on its own line in a `sections` fence."""
+    if sections:
+        lines = "\n".join(" > ".join(path) or "(before the first heading)" for path in sections)
+        return f"\n{fence(lines, 'sections')}"
     return f"\n{fence(' > '.join(section), 'section')}" if section else ""
 
 
@@ -309,7 +331,7 @@ def _hit_label(hit: Hit) -> str:
 
 
 def _quoted_hit(number: int, hit: Hit, label: str | None = None) -> str:
-    source = f"{fence_doc_id(hit.doc_id)}{fence_section(hit.section)}"
+    source = f"{fence_doc_id(hit.doc_id)}{fence_section(hit.section, hit.sections)}"
     return f"[{number}] {label or _hit_label(hit)}\n{source}\n{fence(hit.text)}"
 
 
@@ -344,7 +366,7 @@ def render_window(result: WindowResult) -> str:
         f"{_budget(result)}"
     )
     members = "members: " + ", ".join(f"{m.chunk_id} [{m.start}-{m.end}]" for m in result.members)
-    source = f"{fence_doc_id(result.doc_id)}{fence_section(result.section)}"
+    source = f"{fence_doc_id(result.doc_id)}{fence_section(result.section, result.sections)}"
     return "\n\n".join([head, DATA_NOTICE, f"{source}\n{fence(result.text)}", members])
 
 

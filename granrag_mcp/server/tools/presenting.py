@@ -3,13 +3,14 @@ text content that quotes document text as data."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, ContentBlock, ResourceLink, TextContent
+from mcp_types import CallToolResult, ContentBlock, ImageContent, ResourceLink, TextContent
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel
 
@@ -55,12 +56,23 @@ def presented(fn: F) -> F:
         text = render(result) if isinstance(result, BaseModel) else None
         if text is None:
             return result
-        content: list[ContentBlock] = [TextContent(type="text", text=text)]
+        content: list[ContentBlock] = [TextContent(type="text", text=text), *media_content(result)]
         if links_allowed(kwargs.get("ctx")):
             content += chunk_links(result)
         return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
 
     return wrapper  # type: ignore[return-value]
+
+
+def media_content(result: BaseModel) -> list[ContentBlock]:
+    """The images a result carries beside its structured content (`media()`: bytes and MIME type), if any."""
+    media = getattr(result, "media", None)
+    if not callable(media):
+        return []
+    return [
+        ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime)
+        for data, mime in media()
+    ]
 
 
 def links_allowed(ctx: Any) -> bool:

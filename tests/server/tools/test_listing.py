@@ -34,6 +34,7 @@ def test_tools_are_listed_read_only_with_schemas(server) -> None:
     assert {t.name for t in tools if "max_tokens" in t.input_schema["properties"]} == TOOLS - {
         "list_documents",
         "find_concepts",
+        "page_image",  # returns images, bounded by max_pixels, and no document text
     }
 
 
@@ -43,5 +44,5 @@ def test_max_tokens_default_follows_the_settings(built) -> None:
     assert {
         t.input_schema["properties"]["max_tokens"]["default"]
         for t in tools
-        if t.name not in ("list_documents", "find_concepts")
+        if t.name not in ("list_documents", "find_concepts", "page_image")
     } == {777}
