@@ -10,7 +10,7 @@ import hashlib
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.discovery import SourceFile, read_file
 from granrag_mcp.indexing.formats import EXTRACTORS
-from granrag_mcp.indexing.formats.base import ExtractedText
+from granrag_mcp.indexing.formats.base import ExtractedText, Extractor
 from granrag_mcp.indexing.formats.limits import reading_limits
 from granrag_mcp.settings import LimitSettings
 
@@ -20,16 +20,19 @@ MAX_TITLE_CHARS = 300
 """A heading's title as an outline keeps it: a bookmark or heading of thousands of words is cut, with an ellipsis."""
 
 
-def extract_text(source: SourceFile, limits: LimitSettings | None = None) -> ExtractedText:
+def extract_text(
+    source: SourceFile, limits: LimitSettings | None = None, extractor: Extractor | None = None
+) -> ExtractedText:
     """The document's text, or ExtractionError when it must be skipped.
 
     The file is read once, here, and its `content_hash` is of those very bytes: a file rewritten during the run is
     stored with the hash of the text that was indexed, so the next run sees the change. `limits`: what the
-    document may unpack to, and its outline hold (None: the defaults).
+    document may unpack to, and its outline hold (None: the defaults). `extractor`: the reader the run's process
+    registered for the suffix (None: this process's registry).
     """
     limits = limits or LimitSettings()
     data = read_file(source.path, source.roots, source.max_bytes)
-    extractor = EXTRACTORS.get(source.suffix)
+    extractor = extractor or EXTRACTORS.get(source.suffix)
     if extractor is None:
         raise ExtractionError(source.path, f"unsupported file type {source.suffix!r}")
     try:

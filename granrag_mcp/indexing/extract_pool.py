@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import time
@@ -25,7 +26,7 @@ from types import TracebackType
 
 from granrag_mcp.errors import ExtractionError, GranragError
 from granrag_mcp.indexing.discovery import SourceFile
-from granrag_mcp.indexing.formats.base import ExtractedText
+from granrag_mcp.indexing.formats.base import ExtractedText, Extractor
 from granrag_mcp.settings import LimitSettings
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,25 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
+def registered(suffix: str) -> Extractor | None:
+    """The reader this process registered for `suffix`, handed to the worker by reference (its module and name), so a
+    format registered at run time is read in the workers too; None where it cannot be named (the worker then uses
+    its own registry)."""
+    from granrag_mcp.indexing.formats import EXTRACTORS
+
+    extractor = EXTRACTORS.get(suffix)
+    if extractor is None:
+        return None
+    try:
+        pickle.dumps(extractor)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return None
+    return extractor
+
+
 def _work(connection: Connection, memory_bytes: int, parent: int) -> None:
-    """A worker's loop: (source, limits) in, ("ok", ExtractedText) or ("error", reason) out, until None."""
+    """A worker's loop: (source, limits, extractor or None) in, ("ok", ExtractedText) or ("error", reason) out,
+    until None."""
     _die_with(parent)
     os.dup2(2, 1)  # nothing a library prints may reach the stdout of a server that speaks MCP over stdio
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it ends its workers
@@ -81,9 +99,9 @@ def _work(connection: Connection, memory_bytes: int, parent: int) -> None:
             return
         if job is None:
             return
-        source, limits = job
+        source, limits, extractor = job
         try:
-            connection.send(("ok", extract_text(source, limits)))
+            connection.send(("ok", extract_text(source, limits, extractor)))
         except ExtractionError as error:
             connection.send(("error", error.reason))
         except MemoryError:
@@ -181,14 +199,15 @@ class ExtractionPool:
         self._busy.append(worker)
         if not worker.ready:
             self._await_ready(worker, waiting)
+        job = (source, self.limits, registered(source.suffix))
         try:
-            worker.connection.send((source, self.limits))
+            worker.connection.send(job)
         except OSError:  # an idle worker that something else ended: one fresh start, then the error stands
             self._retire(worker)
             worker = self._start()
             self._busy.append(worker)
             self._await_ready(worker, waiting)
-            worker.connection.send((source, self.limits))
+            worker.connection.send(job)
         return _Job(source, worker, time.monotonic())
 
     def _receive(self, job: _Job, waiting: Callable[[], None]) -> ExtractedText | ExtractionError:
