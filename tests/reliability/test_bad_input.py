@@ -38,6 +38,12 @@ EXPECTED_ERRORS = {
     "unknown doc id": re.compile(r"unknown doc_id(\(s\))? .*list_documents shows"),
     "no headings": re.compile(r"has no headings .*use get_parent or expand_window"),
     "outside the headings": re.compile(r"lies .* of .*; use document_outline to see its sections"),
+    "unknown language": re.compile(r"no document in language .*: the index holds .*pass one of them"),
+    "two names needed": re.compile(
+        r"pass a question naming two things|could not tell two names in .*pass a and b|a name is empty: pass two names"
+    ),
+    "unknown name": re.compile(r"no sentence names .*pass a name as the documents write it"),
+    "same name": re.compile(r"name the same thing: pass two different names"),
     "no pages": re.compile(r"has no pages to show .*use get_chunks or expand_window"),
     "broad has no parent": re.compile(r"are broad chunks, the top of the hierarchy, and have no parent"),
     "unknown concept": re.compile(
