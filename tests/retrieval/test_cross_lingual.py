@@ -9,7 +9,7 @@ from granrag_mcp.levels import FINEST
 from granrag_mcp.rerankers import EmbeddingReranker
 from granrag_mcp.retrieval.cross_lingual import scripts_of, words_can_match
 from granrag_mcp.retrieval.filters import DocFilter
-from granrag_mcp.retrieval.hrr import hrr_search
+from granrag_mcp.retrieval.hrr import DENSE_ONLY_LISTS, hrr_candidates, hrr_search, hrr_weights
 from granrag_mcp.retrieval.ranking.features import query_terms
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.store import Snapshot
@@ -78,6 +78,11 @@ def test_an_english_question_over_chinese_documents_has_no_bm25_list(mixed: View
     hits = hrr_search(chinese, ENGLISH_QUESTION, 3).hits
     assert hits and all(h.chunk.doc_id.startswith("zh/") for h in hits)
     assert not any("lexical" in name for h in hits for name in h.sources)  # dense lists and the reranker only
+    _, candidates = hrr_candidates(chinese, ENGLISH_QUESTION)
+    assert {name for h in candidates for name in h.sources} <= set(DENSE_ONLY_LISTS)
+    assert any("mid_dense" in h.sources for h in candidates)  # the mid dense list fused in the BM25 lists' place
+    assert hrr_weights(chinese, query=ENGLISH_QUESTION) == dict.fromkeys(DENSE_ONLY_LISTS, 1.0)
+    assert hrr_weights(chinese, query=CHINESE_QUESTION) == hrr_weights(chinese)
 
 
 def test_the_same_question_over_the_mixed_store_keeps_its_words(mixed: View) -> None:
