@@ -5,6 +5,12 @@ Candidates come from sentences (dense and BM25, each mapped to its mid chunk) an
 BM25). The best `rerank_n` of them, by a first fusion, are reranked; the final order fuses the reranker's list
 with the sentence lists and mid BM25 (weighted RRF), because a bi-encoder fallback alone orders 512-token chunks
 worse than the sentences that point into them.
+
+A question whose words cannot match the text (`View.words_match`: another language and script) is ranked from
+vectors alone: its BM25 lists are empty, the mid dense list joins the final fusion in their place, and neither the
+store's adapted weights nor the candidate ranker apply, since both were fitted to questions in the text's own
+language and, on English questions over Chinese, Hindi and Arabic text, put the right passage first less often
+than plain fusion of the dense lists does (notes/38-crosslingual.md).
 """
 
 from __future__ import annotations
@@ -30,14 +36,20 @@ SENTENCE_DENSE, SENTENCE_LEXICAL = "sentence_dense", "sentence_lexical"
 CANDIDATE_LEXICAL, CANDIDATE_DENSE = list_name(CANDIDATE_LEVEL, "lexical"), list_name(CANDIDATE_LEVEL, "dense")
 HRR_LISTS = ("rerank", SENTENCE_DENSE, SENTENCE_LEXICAL, CANDIDATE_LEXICAL)
 """The lists of the final fusion, and the names of their weights."""
+DENSE_ONLY_LISTS = ("rerank", SENTENCE_DENSE, CANDIDATE_DENSE)
+"""The lists of the final fusion for a question whose words cannot match the text."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
 
 
-def hrr_weights(view: View, weights: Mapping[str, float] | None = None) -> dict[str, float]:
-    """The weight of every list of HRR's final fusion: the adapted ones, overridden by `weights`, else 1.0."""
-    chosen = view.fusion_weights(HRR_FUSION, check_weights(weights, HRR_LISTS))
+def hrr_weights(view: View, weights: Mapping[str, float] | None = None, query: str | None = None) -> dict[str, float]:
+    """The weight of every list of HRR's final fusion: the adapted ones, overridden by `weights`, else 1.0; for a
+    `query` whose words cannot match the text, the lists it fuses then (no adapted weights, no BM25 lists)."""
+    given = check_weights(weights, HRR_LISTS)
+    if query is not None and not view.words_match(query):
+        return {name: (given or {}).get(name, 1.0) for name in DENSE_ONLY_LISTS}
+    chosen = view.fusion_weights(HRR_FUSION, given)
     return {name: chosen.get(name, 1.0) for name in HRR_LISTS}
 
 
@@ -67,7 +79,10 @@ def hrr_lists(
     # Every chunk the final fusion may return (the candidates and the evidence lists' chunks), in one catalog query.
     chunks = reads.chunks(candidates + [chunk_id for scored in evidence.values() for chunk_id, _ in scored])
     reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks], reads.sentence_vectors)
-    return {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}, reads
+    final = {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}
+    if not view.words_match(query):
+        final = {name: final.get(name, lists.get(name, [])) for name in DENSE_ONLY_LISTS}
+    return final, reads
 
 
 def hrr_candidates(
@@ -85,13 +100,14 @@ def hrr_candidates(
     adapted weights list by list."""
     query = check_query(query)
     reranker = require_reranker(view)
-    weights = view.fusion_weights(HRR_FUSION, check_weights(weights, HRR_LISTS))
+    words = view.words_match(query)
+    weights = hrr_weights(view, weights, query)
     vector = view.query_vector(query)
     lists, reads = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k)
     fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
     chunks = reads.chunks([item.key for item in fused])
     out = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
-    if ranked and view.candidate_ranker is not None:
+    if ranked and words and view.candidate_ranker is not None:
         out = rank_hrr_candidates(view, query, vector, out, view.candidate_ranker, reads=reads)
         return f"{view.candidate_ranker.name}+{reranker.name}", out
     return reranker.name, out

@@ -22,6 +22,7 @@ from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above
 from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
 from granrag_mcp.rerankers import Reranker
+from granrag_mcp.retrieval.cross_lingual import words_can_match
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import Contribution
 from granrag_mcp.store.adaptation import Adaptation
@@ -106,6 +107,7 @@ class View:
         self._allowed: dict[Level, np.ndarray] = {}
         self._query_vectors: dict[str, np.ndarray] = {}
         self._query_tokens: dict[str, np.ndarray] = {}
+        self._words_match: dict[str, bool] = {}
 
     def filtered(self, doc_filter: DocFilter | None) -> View:
         """This view with its searches restricted to some documents (unknown doc ids are an error)."""
@@ -198,7 +200,28 @@ class View:
         return self.snapshot.vectors[level].search(vector, k, self.allowed(level))
 
     def lexical(self, level: Level, query: str, k: int) -> Scored:
+        """The BM25 list; empty when the query's words cannot match the searched documents (`words_match`)."""
+        if not self.words_match(query):
+            return []
         return self.snapshot.lexical[level].search(query, k, self.allowed(level))
+
+    def searched_languages(self) -> frozenset[str | None]:
+        """The languages of the documents this view searches: the filter's language, its documents' ones, else
+        every language of the store (a folder prefix keeps the store's, a superset)."""
+        chosen = self.doc_filter
+        if chosen is not None and chosen.language is not None:
+            return frozenset({chosen.language})
+        if chosen is not None and chosen.doc_ids is not None:
+            return frozenset(self.catalog.languages(chosen.doc_ids).values())
+        return self.per_generation.get(self.snapshot, "languages", lambda: frozenset(self.catalog.language_counts()))
+
+    def words_match(self, query: str) -> bool:
+        """Whether the query's words can match the searched documents (`retrieval/cross_lingual.py`): where they
+        cannot, BM25 lists are empty and the candidate ranker's word features neutral, so searches rely on vectors."""
+        query = check_query(query)
+        if query not in self._words_match:
+            self._words_match[query] = words_can_match(query, self.searched_languages())
+        return self._words_match[query]
 
     def map_lists(
         self,

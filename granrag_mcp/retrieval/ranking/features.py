@@ -109,7 +109,8 @@ def query_terms(view: Any, query: str) -> QueryTerms:
     n = len(index)
     weights: dict[str, float] = {}
     bigrams: dict[tuple[str, str], None] = {}
-    for language in index.languages:
+    # A query whose words cannot match the text has no terms: every word feature is then the same for every candidate.
+    for language in index.languages if view.words_match(query) else ():
         terms = analyse(query, language)
         frequencies = index.document_frequencies(terms)
         stems = ranker_terms(query, language)

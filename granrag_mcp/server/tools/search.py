@@ -205,4 +205,4 @@ def register(server: MCPServer, budget: int) -> None:
         view = view.filtered(DocFilter.of(doc_ids, doc_prefix, language))
         result = hrr(view, query, k, sentence_k, mid_k, rerank_n)
         out = hits_result(view, tokens, result.hits, max_tokens, result.reranker)
-        return out.model_copy(update={"weights": hrr_weights(view)})  # type: ignore[return-value]
+        return out.model_copy(update={"weights": hrr_weights(view, query=query)})  # type: ignore[return-value]
