@@ -18,6 +18,7 @@ import httpx2
 import pytest
 
 from granrag_mcp.server.transport.http import MAX_REQUEST_BYTES
+from granrag_mcp.server.transport.http_guard import IDLE_BEFORE_EVICTION
 from tests.reliability.conftest import RealStore
 from tests.server.transport.test_http import INITIALIZE, MCP_HEADERS, TOKEN, Running, start, stop
 
@@ -397,6 +398,7 @@ def test_the_connection_limit_keeps_descriptors_for_legitimate_requests(real_sto
         with httpx2.Client(timeout=30) as http:
             wait_until_ready(http, server)
         idle = open_many(server.port, 150)
+        time.sleep(IDLE_BEFORE_EVICTION + 0.5)  # idle for longer than a connection must be to make room
         try:
             with httpx2.Client(timeout=30) as http:
                 assert get_other(http, server).status_code == 404
