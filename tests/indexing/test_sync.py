@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,23 @@ def settings_for(tmp_path: Path, *folders: Path, **extra: object) -> Settings:
         **SMALL_CHUNKS.model_dump(),
         **extra,  # type: ignore[arg-type]
     )
+
+
+@contextmanager
+def watching(sync: LibrarySync, stop: threading.Event, first_within: float = 30.0) -> Iterator[list[SyncPass]]:
+    """`sync.run` on its own thread for the block, entered once its first pass is reported (or `first_within`
+    seconds have gone); the passes so far, growing. The block's end stops the watch and waits for it."""
+    passes: list[SyncPass] = []
+    thread = threading.Thread(target=sync.run, args=(passes.append,), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + first_within
+        while not passes and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield passes
+    finally:
+        stop.set()
+        thread.join(10)
 
 
 def stored(store: Path) -> dict[str, str]:

@@ -10,10 +10,10 @@ import threading
 import time
 from pathlib import Path
 
-from granrag_mcp.indexing.sync import LibrarySync, SyncPass
+from granrag_mcp.indexing.sync import LibrarySync
 from tests.fakes import FakeEmbedder
 from tests.helpers import write_corpus
-from tests.indexing.test_sync import settings_for, stored
+from tests.indexing.test_sync import settings_for, stored, watching
 
 SETTLES_WITHIN = 10.0  # seconds from the last change to a store in step with the folder
 WORDS = "river stone lantern orchard comet harbour meadow falcon glacier violin kettle quarry".split()
@@ -73,14 +73,8 @@ def seconds_to_settle(folder: Path, store: Path, limit: float) -> float:
 def test_a_burst_of_changes_settles_within_seconds(tmp_path: Path) -> None:
     folder = write_corpus(tmp_path / "notes")
     stop = threading.Event()
-    passes: list[SyncPass] = []
     sync = LibrarySync(settings_for(tmp_path, folder, library_settle=0.3), FakeEmbedder, stop)
-    thread = threading.Thread(target=sync.run, args=(passes.append,), daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not passes and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with watching(sync, stop) as passes:
         time.sleep(0.5)
         churn(folder, changes=40, seconds=4.0)
         waited = seconds_to_settle(folder, sync.settings.store, SETTLES_WITHIN)
@@ -88,6 +82,3 @@ def test_a_burst_of_changes_settles_within_seconds(tmp_path: Path) -> None:
             f"not in step {SETTLES_WITHIN} s after the last change: store {sorted(stored(sync.settings.store))}, "
             f"folder {sorted(expected(folder))}; {[p.message for p in passes]}"
         )
-    finally:
-        stop.set()
-        thread.join(10)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from granrag_mcp.indexing.sync import LibrarySync, SyncPass
+from granrag_mcp.indexing.sync import LibrarySync
 from granrag_mcp.store.store import Snapshot
 from tests.fakes import FakeEmbedder
 from tests.helpers import TOPICS, index, write_corpus
-from tests.indexing.test_sync import settings_for, stored
+from tests.indexing.test_sync import settings_for, stored, watching
 from tests.reliability.test_hostile_documents import wide_rows
 
 
@@ -73,37 +73,23 @@ def test_the_watch_follows_no_folder_link_the_index_skips(tmp_path: Path) -> Non
     (folder / "linked").symlink_to(tree, target_is_directory=True)
     (folder / ".git" / "objects").mkdir(parents=True)  # hidden: neither walked nor watched
     stop = threading.Event()
-    passes: list[SyncPass] = []
     sync = LibrarySync(settings_for(tmp_path, folder, library_settle=0.3), FakeEmbedder, stop)
     before = inotify_watches()
-    thread = threading.Thread(target=sync.run, args=(passes.append,), daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not passes and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with watching(sync, stop):
         time.sleep(1.0)  # the watch is set up after the first run
         assert sync.watched_folders() == [folder]
         assert inotify_watches() - before <= 2, "the watch entered a folder the index skips"
         (tree / "branch0" / "leaf" / "later.md").write_text("Still outside.", encoding="utf-8")
         time.sleep(1.0)
         assert set(stored(sync.settings.store)) == {"one.md"}
-    finally:
-        stop.set()
-        thread.join(10)
 
 
 def test_a_new_subfolder_is_watched(tmp_path: Path) -> None:
     folder = write_corpus(tmp_path / "notes")
     stop = threading.Event()
     sync = LibrarySync(settings_for(tmp_path, folder, library_settle=0.3), FakeEmbedder, stop)
-    passes: list[SyncPass] = []
-    thread = threading.Thread(target=sync.run, args=(passes.append,), daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 40
-        while not passes and time.monotonic() < deadline:
-            time.sleep(0.05)
+    deadline = time.monotonic() + 40
+    with watching(sync, stop, first_within=40):
         time.sleep(0.5)
         (folder / "fresh").mkdir()
         time.sleep(1.0)
@@ -111,9 +97,6 @@ def test_a_new_subfolder_is_watched(tmp_path: Path) -> None:
         while "fresh/deep.md" not in stored(sync.settings.store) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert "fresh/deep.md" in stored(sync.settings.store)
-    finally:
-        stop.set()
-        thread.join(10)
 
 
 @pytest.mark.parametrize("how", ["emptied", "truncated to spaces"])
