@@ -33,7 +33,6 @@ from granrag_mcp.store.graph import has_graph
 from granrag_mcp.store.manifest import StoreIdentity
 from granrag_mcp.store.store import Snapshot, check_identity, current_generation
 from granrag_mcp.store.writer import StoreWriter
-from granrag_mcp.text.language import detect_language
 from granrag_mcp.tokens import get_tokenizer
 
 __all__ = ["IndexSummary", "index_paths", "write_graph"]
@@ -206,7 +205,7 @@ class _IndexRun:
         store's model, with a warning that says how to re-embed."""
         if not self.auto or not group.documents:
             return
-        languages = {detect_language(doc.text) for doc in group.documents}
+        languages = {doc.language for doc in group.documents}  # told once a document, kept for the catalog
         if reads(self.settings.model, languages):
             return
         if self.parallel is None:  # a parallel engine's workers have embedded the group with the store's model
