@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
@@ -62,14 +62,22 @@ PATH_HEADINGS = 12
 """Headings of one path a result carries: a document can nest its headings hundreds deep."""
 
 
+T = TypeVar("T")
+
+
 def clip_path(path: Sequence[str]) -> list[str]:
     """A heading path as a result carries it, within TITLE_CHARS a title and PATH_HEADINGS headings, so that one
     hit or outline entry stays small whatever the document's headings (its own title, the last, is kept)."""
-    titles = list(path)
-    if len(titles) > PATH_HEADINGS:
-        keep = PATH_HEADINGS - 1
-        titles = titles[: keep // 2] + ["…"] + titles[len(titles) - (keep - keep // 2) :]
+    titles = first_and_last(list(path), "…")
     return [t if len(t) <= TITLE_CHARS else t[: TITLE_CHARS - 1] + "…" for t in titles]
+
+
+def first_and_last(items: list[T], gap: T) -> list[T]:
+    """At most PATH_HEADINGS items: the first and the last of a longer list, with `gap` standing for the rest."""
+    if len(items) <= PATH_HEADINGS:
+        return items
+    keep = PATH_HEADINGS - 1
+    return items[: keep // 2] + [gap] + items[len(items) - (keep - keep // 2) :]
 
 
 class Hit(_Model):
@@ -153,14 +161,10 @@ class Hit(_Model):
 def citation_fields(citation: Citation) -> dict[str, Any]:
     """A citation as the `pages`, `section` and `sections` fields every hit and window carries, each heading path
     clipped as `clip_path` says and at most PATH_HEADINGS sections listed (the first and the last kept)."""
-    sections = [clip_path(path) for path in citation.sections]
-    if len(sections) > PATH_HEADINGS:
-        keep = PATH_HEADINGS - 1
-        sections = sections[: keep // 2] + [["…"]] + sections[len(sections) - (keep - keep // 2) :]
     return {
         "pages": list(citation.pages) if citation.pages else None,
         "section": clip_path(citation.section),
-        "sections": sections,
+        "sections": first_and_last([clip_path(path) for path in citation.sections], ["…"]),
     }
 
 
