@@ -155,8 +155,9 @@ def test_bad_input_is_an_error_the_model_can_act_on(server) -> None:
     assert "nowhere.md" in doc and "list_documents" in doc
 
 
-def test_a_store_indexed_with_the_graph_off_says_how_to_build_it(tmp_path: Path) -> None:
-    settings = Settings(
+def graphless_settings(tmp_path: Path) -> Settings:
+    """Small chunks, the fake embedder, and no concept graph."""
+    return Settings(
         store=tmp_path / "store",
         model="fake-hash-embedder",
         broad_tokens=256,
@@ -164,6 +165,10 @@ def test_a_store_indexed_with_the_graph_off_says_how_to_build_it(tmp_path: Path)
         mid_tokens=64,
         graph=False,
     )
+
+
+def test_a_store_indexed_with_the_graph_off_says_how_to_build_it(tmp_path: Path) -> None:
+    settings = graphless_settings(tmp_path)
     embedder = FakeEmbedder(dimension=256)
     fake_index([graph_corpus.write(tmp_path / "corpus")], settings, embedder)
     engine = fake_engine(settings, embedder)
@@ -223,14 +228,7 @@ def test_evidence_chain_errors_say_what_to_pass(server) -> None:
 
 def test_evidence_chain_needs_no_concept_graph(tmp_path) -> None:
     """Without the graph, the bridges are the capitalised names of the text."""
-    settings = Settings(
-        store=tmp_path / "store",
-        model="fake-hash-embedder",
-        broad_tokens=256,
-        broad_overlap=32,
-        mid_tokens=64,
-        graph=False,
-    )
+    settings = graphless_settings(tmp_path)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "history.txt").write_text(
