@@ -24,6 +24,7 @@ from granrag_mcp import __version__
 from granrag_mcp.embedding.choice import stored_or_default
 from granrag_mcp.errors import StoreCorruptError, StoreNotFoundError
 from granrag_mcp.server.library.state import EngineHolder, loading
+from granrag_mcp.server.tools.evidence_view import evidence_app
 from granrag_mcp.server.tools.listing import lean_tool_list
 from granrag_mcp.server.transport.stdio_relay import StdioRelay
 from granrag_mcp.settings import Settings
@@ -196,6 +197,7 @@ def build_server(
         lifespan=lifespan,
         log_level=settings.log_level,
         subscriptions=bus,
+        extensions=[evidence_app()],  # fixed at construction: the view's resource, not the tools it shows
     )
     registration = Registration(server, settings)
     server.middleware.append(middleware(holder, registration))

@@ -34,6 +34,12 @@ class PageImageResult(Lean):
     pages: list[int] = Field(description="The pages the chunk's text lies on, first to last.")
     boxes: list[PageBoxModel] = Field(description="The chunk's text on its pages, one box per line it covers.")
     images: list[ShownPage] = Field(default_factory=list, description="The images returned, one per page.")
+    text: str | None = Field(
+        default=None, description="The hit's text, for the evidence view (clients that render MCP Apps only)."
+    )
+    citation: str | None = Field(
+        default=None, description="The hit's citation line, for the evidence view (clients that render MCP Apps only)."
+    )
     _media: list[tuple[bytes, str]] = PrivateAttr(default_factory=list)
 
     def attach(self, media: list[tuple[bytes, str]]) -> None:

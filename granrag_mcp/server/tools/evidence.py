@@ -1,16 +1,21 @@
-"""Evidence tools: the page a hit lies on, as an image with the hit marked."""
+"""Evidence tools: the page a hit lies on, as an image with the hit marked; hosts that render MCP Apps show it to a
+person in the evidence view (see `evidence_view`) with the hit's text and citation beside it."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
+from mcp.server.apps import client_supports_apps
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
+from granrag_mcp.retrieval.citations import citation_line, cite_chunks
 from granrag_mcp.retrieval.page_evidence import page_evidence
 from granrag_mcp.server.schemas.arguments import ChunkId
 from granrag_mcp.server.schemas.evidence import PageBoxModel, PageImageResult, ShownPage
-from granrag_mcp.server.tools.base import CurrentView, read_only_tool
+from granrag_mcp.server.tools.base import READ_ONLY, CurrentView
+from granrag_mcp.server.tools.evidence_view import tool_meta
+from granrag_mcp.server.tools.presenting import F, description, presented, tool_errors
 
 PNG = "image/png"
 
@@ -18,7 +23,19 @@ PNG = "image/png"
 def register(server: MCPServer, budget: int) -> None:
     """Add the evidence tools (`budget`, the text budget of the other tools, does not bound images)."""
 
-    @read_only_tool(server, "Page image of a hit")
+    def with_view(fn: F) -> F:
+        """A read-only tool like the others, whose `_meta` links the evidence view for hosts that render it."""
+        server.add_tool(
+            presented(tool_errors(fn)),
+            title="Page image of a hit",
+            description=description(fn),
+            annotations=READ_ONLY,
+            structured_output=True,
+            meta=tool_meta(),
+        )
+        return fn
+
+    @with_view
     def page_image(
         chunk_id: ChunkId,
         ctx: Context[Any, Any],
@@ -55,5 +72,9 @@ def register(server: MCPServer, budget: int) -> None:
                 ShownPage(page=i.page, width=i.width, height=i.height, region=list(i.region)) for i in found.images
             ],
         )
+        if client_supports_apps(ctx):  # the view shows a person the text beside the page; the model has it already
+            citation = cite_chunks(view, [found.chunk])[found.chunk.id]
+            result.text = found.chunk.text
+            result.citation = citation_line(found.chunk.doc_id, citation)
         result.attach([(image.png, PNG) for image in found.images])
         return result

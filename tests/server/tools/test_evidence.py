@@ -12,15 +12,19 @@ from typing import Any
 import pdfplumber
 import pytest
 from mcp.client import Client
+from mcp.client.extension import advertise
+from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from PIL import Image
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
 from granrag_mcp.server.app import build_server
+from granrag_mcp.server.tools.evidence_view import VIEW_URI
 from granrag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
 from tests.helpers import fake_index
 from tests.server.test_app import call, fail, fake_engine, run
+from tests.server.tools.test_evidence_view import run_view
 
 FILLER = [
     "The committee met in the spring and read the reports of the year.",
@@ -200,3 +204,62 @@ def test_formats_without_pages_and_changed_files_say_so(corpus: dict[str, Any], 
     assert "has no pages to show" in no_pages and "\n" not in no_pages.strip()
     assert "page 999 is not in" in out_of_range
     assert "has changed since it was indexed" in changed
+
+
+APPS = advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})
+"""A client that renders MCP Apps says so in its capabilities."""
+
+
+def test_a_client_with_apps_gets_the_view_and_the_hits_text_one_without_gets_image_and_text(
+    corpus: dict[str, Any],
+) -> None:
+    answer = list(corpus["pdfs"])[7]
+
+    async def scenario(client: Client) -> tuple[Any, Any, Any, Any]:
+        hit = (await call(client, "search_narrow", {"query": answer, "k": 1, "lexical": True}))["hits"][0]
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "page_image")
+        listed = [r.uri for r in (await client.list_resources()).resources]
+        view = (await client.read_resource(VIEW_URI)).contents[0]
+        result = await client.call_tool("page_image", {"chunk_id": hit["chunk_id"]})
+        await call(client, "page_image", {"chunk_id": hit["chunk_id"]})  # the structured content fits the schema
+        return hit, tool.meta, (listed, view), result
+
+    with_apps = run(corpus["server"], scenario, extensions=[APPS])
+    without = run(corpus["server"], scenario)
+    for _, meta, (listed, view), result in (with_apps, without):
+        assert meta == {"ui": {"resourceUri": VIEW_URI}}
+        assert VIEW_URI in listed and view.mime_type == APP_MIME_TYPE and "ui/initialize" in view.text
+        assert not result.is_error
+        assert [c.type for c in result.content][:2] == ["text", "image"]
+    hit, _, _, result = with_apps
+    assert result.structured_content["text"] == hit["text"] and answer in result.structured_content["text"]
+    citation = result.structured_content["citation"]
+    assert citation.startswith(hit["doc_id"]) and f"p. {answer_boxes(corpus['pdfs'][answer][1], answer)[0]}" in citation
+    _, _, _, plain = without
+    assert "text" not in plain.structured_content and "citation" not in plain.structured_content
+
+
+def test_the_view_shows_a_real_page_image_result_with_the_answer_marked(corpus: dict[str, Any]) -> None:
+    """The server's own result, as a host passes it to the view: the page drawn, the answer's box among the marks."""
+    answer = list(corpus["pdfs"])[21]
+
+    async def scenario(client: Client) -> tuple[dict[str, Any], dict[str, Any]]:
+        hit = (await call(client, "search_narrow", {"query": answer, "k": 1, "lexical": True}))["hits"][0]
+        arguments = {"chunk_id": hit["chunk_id"], "max_pixels": 40_000}
+        result = await client.call_tool("page_image", arguments)
+        return arguments, result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    arguments, result = run(corpus["server"], scenario, extensions=[APPS])
+    seen = run_view(result, arguments)
+    page, box = answer_boxes(corpus["pdfs"][answer][1], answer)
+    frames = [c for c in seen["dom"]["pages"]["children"] if c["className"] == "page"]
+    assert len(frames) == len(result["structuredContent"]["images"]) >= 1
+    shown = result["structuredContent"]["images"]
+    frame = frames[[i["page"] for i in shown].index(page)]
+    image, *marks = frame["children"]
+    assert image["attributes"]["src"].startswith("data:image/png;base64,iVBOR")
+    placed = [[float(m["style"][k].rstrip("%")) / 100 for k in ("left", "top", "width", "height")] for m in marks]
+    as_boxes = [[x, y, x + w, y + h] for x, y, w, h in placed]  # the region is the whole page: fractions match
+    assert any(overlaps(b, box) for b in as_boxes)
+    assert answer in seen["dom"]["text"]["text"]
+    assert seen["dom"]["citation"]["text"] == result["structuredContent"]["citation"]
