@@ -1,13 +1,13 @@
 """PDF: the text of each page (pypdfium2), pages separated by a blank line and their starts kept; the bookmarks
 (the outline a PDF viewer shows) as sections where their title is found on their page; with the `pdf-tables`
-extra, the tables pdfplumber finds on a page follow its text as Markdown tables. A page without a text layer (a
+extra, the tables pdfplumber finds (`pdf_tables`) follow the text of the page they start on, in the table form the
+formats share, and a table's rows run on from the page before lead that page's text. A page without a text layer (a
 scan, a photo) is read by OCR (`pages.ocr`) where Tesseract is installed."""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
-import io
 import logging
 import re
 from array import array
@@ -18,6 +18,7 @@ from typing import Any
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.formats.base import ExtractedText, Section, normalise_newlines
 from granrag_mcp.indexing.formats.builder import TextBuilder, one_line
+from granrag_mcp.indexing.formats.pdf_tables import find_tables, joined, leading, trailing, without_cells
 from granrag_mcp.pages import ocr
 
 log = logging.getLogger(__name__)
@@ -42,13 +43,17 @@ def extract(path: Path, data: bytes) -> ExtractedText:
         bookmarks = _bookmarks(document)
     finally:
         document.close()
-    tables = _tables(data, [number for number, (_, may_hold_table) in enumerate(pages) if may_hold_table])
+    found = find_tables(data, [number for number, (_, may_hold_table) in enumerate(pages) if may_hold_table])
+    tables = joined(found)
+    continued, started = leading(tables), trailing(tables)
     builder = TextBuilder()
     for number, (text, _) in enumerate(pages):
         builder.start_page()
-        builder.block(text)
-        for table in tables.get(number, []):
-            builder.block(table)
+        for block in continued.get(number, []):  # the rows of a table run on from the page before come first
+            builder.block(block)
+        builder.block(without_cells(text, number, found))
+        for block in started.get(number, []):
+            builder.block(block)
     if not builder.length:
         raise ExtractionError(path, f"no text layer (a scanned PDF), and {ocr.missing() or 'OCR read no text in it'}")
     built = builder.build()
@@ -187,35 +192,3 @@ def reflow(page: str) -> str:
         out.append(line)
         last, blank_before = line, False
     return "".join(out)
-
-
-def _tables(data: bytes, page_numbers: list[int]) -> dict[int, list[str]]:
-    """Page number (0-based) -> its tables as Markdown, where pdfplumber is installed and finds any."""
-    if not page_numbers:
-        return {}
-    try:
-        import pdfplumber
-    except ImportError:  # tables are an extra: without it the cells are still in the page's text
-        return {}
-    found: dict[int, list[str]] = {}
-    try:
-        with pdfplumber.open(io.BytesIO(data)) as pdf:
-            for number in page_numbers:
-                rows = [table.extract() for table in pdf.pages[number].find_tables()]
-                found[number] = [markdown for markdown in map(markdown_table, rows) if markdown]
-    except Exception:  # noqa: BLE001 - the tables are a bonus: the page text already holds the cells
-        return found
-    return found
-
-
-def markdown_table(rows: list[list[str | None]]) -> str:
-    """A table as Markdown: the first row its header; cells on one line, pipes escaped; "" when it has no text."""
-    cleaned = [[" ".join((cell or "").split()).replace("|", "\\|") for cell in row] for row in rows if row]
-    cleaned = [row for row in cleaned if any(row)]
-    if not cleaned:
-        return ""
-    width = max(len(row) for row in cleaned)
-    cleaned = [row + [""] * (width - len(row)) for row in cleaned]
-    lines = ["| " + " | ".join(row) + " |" for row in cleaned]
-    lines.insert(1, "|" + " --- |" * width)
-    return "\n".join(lines)

@@ -78,17 +78,12 @@ def test_garbage_is_an_extraction_error() -> None:
         pdf.extract(Path("bad.pdf"), b"%PDF-1.4 not really")
 
 
-def test_a_ruled_table_follows_its_page_as_markdown_when_pdfplumber_is_installed() -> None:
+def test_a_ruled_table_follows_its_page_as_rows_under_their_header_when_pdfplumber_is_installed() -> None:
     pytest.importorskip("pdfplumber")
     extracted = pdf.extract(Path("t.pdf"), build_pdf([["Before the table."], ["Staff list"]], table_on=1))
     second = pages(extracted)[1]
-    assert second.endswith("| Name | Age |\n| --- | --- |\n| Bob | 32 |")
+    assert second.endswith("\n\nName: Bob; Age: 32")
     assert pages(extracted)[0] == "Before the table."
-
-
-def test_markdown_table_escapes_pipes_and_pads_short_rows() -> None:
-    assert pdf.markdown_table([["a|b", None], ["c"], [None, None]]) == "| a\\|b |  |\n| --- | --- |\n| c |  |"
-    assert pdf.markdown_table([[None]]) == ""
 
 
 def test_without_pdfplumber_a_table_is_only_its_cells_in_the_page_text(monkeypatch: pytest.MonkeyPatch) -> None:
