@@ -16,6 +16,7 @@ CROP_MARGIN = 0.04
 """Around a cropped region, this share of the page's width and height, so the lines beside it can be read."""
 MARK = (255, 214, 0, 90)  # a highlighter's yellow, see-through, so the text under it stays legible
 OUTLINE = (220, 30, 30, 255)
+FORMULA_OUTLINE = (30, 90, 220, 255)  # a formula's region: its own colour, no fill, the printed mathematics as it is
 
 
 @dataclass(frozen=True)
@@ -40,16 +41,23 @@ def region_of(boxes: Sequence[Box], crop: bool) -> Box:
 
 
 def render_pages(
-    document: Any, pages: Sequence[int], boxes: Sequence[PageBox], max_pixels: int, crop: bool
+    document: Any,
+    pages: Sequence[int],
+    boxes: Sequence[PageBox],
+    max_pixels: int,
+    crop: bool,
+    formulas: Sequence[PageBox] = (),
 ) -> list[PageImage]:
-    """Each of `pages` (1-based) drawn with its boxes marked; the images share `max_pixels` between them."""
+    """Each of `pages` (1-based) drawn with its boxes marked and its `formulas` outlined; the images share
+    `max_pixels` between them."""
     from PIL import Image, ImageDraw
 
     budget = max_pixels // max(len(pages), 1)
     images = []
     for number in pages:
         on_page = [b.box for b in boxes if b.page == number]
-        region = region_of(on_page, crop)
+        formulas_here = [f.box for f in formulas if f.page == number]
+        region = region_of(on_page + formulas_here, crop)
         page = document[number - 1]
         try:
             width, height = page.get_size()
@@ -64,6 +72,8 @@ def render_pages(
         draw = ImageDraw.Draw(overlay)
         for x0, y0, x1, y1 in on_page:
             draw.rectangle((x0 * full_w, y0 * full_h, x1 * full_w, y1 * full_h), fill=MARK, outline=OUTLINE, width=2)
+        for x0, y0, x1, y1 in formulas_here:
+            draw.rectangle((x0 * full_w, y0 * full_h, x1 * full_w, y1 * full_h), outline=FORMULA_OUTLINE, width=2)
         picture = Image.alpha_composite(picture, overlay).convert("RGB")
         cut = (
             math.floor(region[0] * full_w),

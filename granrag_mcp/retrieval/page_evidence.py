@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.outline import trimmed
 from granrag_mcp.pages import images as image_files
-from granrag_mcp.pages.boxes import PageBox, span_boxes
+from granrag_mcp.pages.boxes import Box, PageBox, span_boxes
+from granrag_mcp.pages.formulas import formula_boxes
 from granrag_mcp.pages.render import PageImage, render_pages
 from granrag_mcp.records import Chunk
 from granrag_mcp.retrieval.view import View
@@ -28,6 +30,7 @@ class PageEvidence:
     pages: tuple[int, ...]  # the pages the chunk's text lies on
     boxes: list[PageBox]
     images: list[PageImage]
+    formulas: list[PageBox]  # the regions of the formulas the chunk's text touches on the pages shown
 
 
 def page_evidence(view: View, public_id: str, page: int | None, max_pixels: int, crop: bool) -> PageEvidence:
@@ -63,10 +66,31 @@ def page_evidence(view: View, public_id: str, page: int | None, max_pixels: int,
         raise InvalidInputError(f"{source} can no longer be read as a PDF ({error}); index it again") from error
     try:
         boxes = span_boxes(document, outline.page_starts, text, text_start, begin, end)
-        images = render_pages(document, shown, boxes, max_pixels, crop)
+        formulas = touched_formulas(document, shown, boxes)
+        images = render_pages(document, shown, boxes, max_pixels, crop, formulas)
     finally:
         document.close()
-    return PageEvidence(chunk, tuple(range(first, last + 1)), boxes, images)
+    return PageEvidence(chunk, tuple(range(first, last + 1)), boxes, images, formulas)
+
+
+def touched_formulas(document: Any, pages: list[int], boxes: list[PageBox]) -> list[PageBox]:
+    """The formulas on `pages` that a box of the chunk's text overlaps: their text layer does not keep the
+    mathematics, so they are shown as printed."""
+    found = []
+    for number in pages:
+        marked = [b.box for b in boxes if b.page == number]
+        if not marked:
+            continue
+        page = document[number - 1]
+        try:
+            found += [PageBox(number, f) for f in formula_boxes(page) if any(_overlap(f, b) for b in marked)]
+        finally:
+            page.close()
+    return found
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _indexed_bytes(source: Path, content_hash: str, doc_id: str) -> bytes:

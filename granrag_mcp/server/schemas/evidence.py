@@ -34,6 +34,11 @@ class PageImageResult(Lean):
     pages: list[int] = Field(description="The pages the chunk's text lies on, first to last.")
     boxes: list[PageBoxModel] = Field(description="The chunk's text on its pages, one box per line it covers.")
     images: list[ShownPage] = Field(default_factory=list, description="The images returned, one per page.")
+    formulas: list[PageBoxModel] = Field(
+        default_factory=list,
+        description="Regions of the formulas the hit's text touches, outlined in blue on the image: their text is not "
+        "the mathematics as printed, so read them from the image.",
+    )
     text: str | None = Field(
         default=None, description="The hit's text, for the evidence view (clients that render MCP Apps only)."
     )
@@ -51,7 +56,10 @@ class PageImageResult(Lean):
 
     def as_text(self) -> str:
         shown = ", ".join(f"p. {i.page} ({i.width}x{i.height})" for i in self.images) or "none"
+        formulas = (
+            f" | {len(self.formulas)} formula region(s) outlined: read them from the image" if self.formulas else ""
+        )
         return (
             f"page image of {self.chunk_id} | {pages_label(self.pages)} | {len(self.boxes)} box(es) marked | "
-            f"images: {shown} | generation {self.generation}\n{fence_doc_id(self.doc_id)}"
+            f"images: {shown}{formulas} | generation {self.generation}\n{fence_doc_id(self.doc_id)}"
         )

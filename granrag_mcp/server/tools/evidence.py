@@ -71,6 +71,7 @@ def register(server: MCPServer, budget: int) -> None:
             images=[
                 ShownPage(page=i.page, width=i.width, height=i.height, region=list(i.region)) for i in found.images
             ],
+            formulas=[PageBoxModel(page=f.page, box=[round(v, 4) for v in f.box]) for f in found.formulas],
         )
         if client_supports_apps(ctx):  # the view shows a person the text beside the page; the model has it already
             citation = cite_chunks(view, [found.chunk])[found.chunk.id]

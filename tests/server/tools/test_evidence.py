@@ -23,6 +23,8 @@ from granrag_mcp.server.tools.evidence_view import VIEW_URI
 from granrag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
 from tests.helpers import fake_index
+from tests.pages.test_formulas import on_line
+from tests.pages.test_formulas import write_page as formula_page
 from tests.server.test_app import call, fail, fake_engine, run
 from tests.server.tools.test_evidence_view import run_view
 
@@ -263,3 +265,33 @@ def test_the_view_shows_a_real_page_image_result_with_the_answer_marked(corpus: 
     assert any(overlaps(b, box) for b in as_boxes)
     assert answer in seen["dom"]["text"]["text"]
     assert seen["dom"]["citation"]["text"] == result["structuredContent"]["citation"]
+
+
+def test_a_hit_on_a_formula_has_its_region_outlined_and_a_hit_on_prose_none(tmp_path: Path) -> None:
+    data, at = formula_page()
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "bounds.pdf").write_bytes(data)
+    settings = Settings(store=tmp_path / "store", model="fake-hash-embedder", mid_tokens=64, semantic_min_tokens=8)
+    embedder = FakeEmbedder(dimension=256)
+    fake_index([folder], settings, embedder)
+    server = build_server(settings, engine_factory=lambda _: fake_engine(settings, embedder))
+
+    async def scenario(client: Client) -> list[tuple[dict[str, Any], Any]]:
+        out = []
+        for query in ("bound holds for every mill", "survey of the valley counted"):
+            hit = (await call(client, "search_narrow", {"query": query, "k": 1, "lexical": True}))["hits"][0]
+            result = await client.call_tool("page_image", {"chunk_id": hit["chunk_id"]})
+            out.append((hit, result))
+        return out
+
+    (formula_hit, on_formula), (_, on_prose) = run(server, scenario)
+    assert "√γ" in formula_hit["text"]
+    regions = on_formula.structured_content["formulas"]
+    assert all(region["page"] == 1 for region in regions)
+    assert any(on_line(tuple(region["box"]), at["inline"]) for region in regions)
+    # every region outlined is one the hit's marked text touches
+    marked = [b["box"] for b in on_formula.structured_content["boxes"]]
+    assert all(any(overlaps(region["box"], box) for box in marked) for region in regions)
+    assert "formula region(s) outlined" in on_formula.content[0].text
+    assert "formulas" not in on_prose.structured_content

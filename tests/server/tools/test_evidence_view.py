@@ -103,6 +103,7 @@ def test_the_view_greets_the_host_then_shows_a_result_and_reports_its_size() -> 
             "pages": [2],
             "boxes": [{"page": 2, "box": [0.1, 0.5, 0.6, 0.55]}, {"page": 3, "box": [0.1, 0.1, 0.2, 0.2]}],
             "images": [{"page": 2, "width": 100, "height": 140, "region": [0.0, 0.4, 1.0, 0.9]}],
+            "formulas": [{"page": 2, "box": [0.2, 0.65, 0.4, 0.7]}],
             "text": "<b>not markup</b> The mill was rebuilt.",
             "citation": "report.pdf · p. 2 · Minutes",
         },
@@ -124,7 +125,12 @@ def test_the_view_greets_the_host_then_shows_a_result_and_reports_its_size() -> 
     assert "c1" in seen["waiting"]
     pages = seen["dom"]["pages"]["children"]
     frame, label = pages
-    image, *marks = frame["children"]
+    image, *drawn = frame["children"]
+    marks = [d for d in drawn if d["className"] == "mark"]
+    [formula] = [d for d in drawn if d["className"] == "formula"]
+    assert {k: float(v.rstrip("%")) for k, v in formula["style"].items()} == pytest.approx(
+        {"left": 20.0, "top": 50.0, "width": 20.0, "height": 10.0}
+    )
     assert image["attributes"]["src"] == f"data:image/png;base64,{pixel}"
     assert label["text"] == "p. 2"
     # only page 2's box, placed on the image's region (rows 0.4-0.9 of the page)
