@@ -15,7 +15,16 @@ from typing import Any
 from granrag_mcp.pages.boxes import Box, visible
 
 STRONG_RANGES: tuple[tuple[int, int], ...] = (
+    (0x1D62, 0x1D6A),  # subscript letters (i, r, u, v and Greek)
     (0x2070, 0x209F),  # superscripts and subscripts
+    (0x2102, 0x2102),  # the letterlike symbols of number sets and script letters, not the prose ones (℃, №, ™)
+    (0x210A, 0x2113),
+    (0x2115, 0x2115),
+    (0x2119, 0x211D),
+    (0x2124, 0x2124),
+    (0x212C, 0x212D),
+    (0x212F, 0x2131),
+    (0x2133, 0x2134),
     (0x2190, 0x21FF),  # arrows
     (0x2200, 0x22FF),  # mathematical operators
     (0x27C0, 0x27EF),  # miscellaneous mathematical symbols A
@@ -23,7 +32,7 @@ STRONG_RANGES: tuple[tuple[int, int], ...] = (
     (0x1D400, 0x1D7FF),  # mathematical alphanumeric symbols
 )
 """Characters that are mathematics wherever they stand."""
-STRONG_CHARS = frozenset("±×÷√∞≈≠≤≥∑∏∫∂∇′″")
+STRONG_CHARS = frozenset("±×÷√∞≈≠≤≥∑∏∫∂∇′″‖¹²³")
 WEAK_CHARS = frozenset("=+<>^|/()[]{}_*·-0123456789")
 """Characters a formula holds, but prose too: they count towards a formula only beside a strong one."""
 WEAK_RANGES: tuple[tuple[int, int], ...] = ((0x0391, 0x03C9),)  # Greek letters: a Greek sentence is not a formula
