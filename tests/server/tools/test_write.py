@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import ListRootsResult, Root
 
 from granrag_mcp.server.app import build_server
+from granrag_mcp.server.library.resources import DOCUMENT_PREFIX as DOCUMENTS
 from granrag_mcp.server.library.resources import PAGE_CHARS
 from granrag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
@@ -103,7 +104,7 @@ def test_index_a_folder_with_progress_search_it_filtered_read_it_and_remove_it(l
     assert out["hits"]["hits"] and {h["doc_id"] for h in out["hits"]["hits"]} == {"deep/comet.txt"}
     assert out["only"]["hits"] and {h["doc_id"] for h in out["only"]["hits"]} == {"kettle.md"}
     assert "unknown doc_id" in out["unknown"] and "missing.md" in out["unknown"]
-    uris = {r.uri for r in out["listed"].resources}
+    uris = {r.uri for r in out["listed"].resources if r.uri.startswith(DOCUMENTS)}  # not the evidence view's
     assert {"granrag://documents/kettle.md", "granrag://documents/deep/comet.txt"} <= uris and len(uris) == 5
     assert out["text"].contents[0].text.startswith(NOTES["deep/comet.txt"])
     assert out["chunk"].contents[0].text.strip() in NOTES["deep/comet.txt"] * 4
@@ -210,7 +211,7 @@ def test_long_documents_are_read_in_pages_and_listing_pages_through_documents(li
         pages, cursor = [], None
         while True:
             page = await client.list_resources(cursor=cursor)
-            pages.append([r.uri for r in page.resources])
+            pages.append([r.uri for r in page.resources if r.uri.startswith(DOCUMENTS)])
             cursor = page.next_cursor
             if cursor is None:
                 break
@@ -330,7 +331,7 @@ def test_an_empty_library_is_served_until_index_paths_commits_its_first_generati
         assert "the library is empty: call index_paths" in message
     assert out["listed"]["total"] == 0 and out["listed"]["documents"] == []
     assert out["status"]["generation"] == 0 and out["status"]["documents"] == 0
-    assert out["resources"] == []
+    assert [r for r in out["resources"] if r.uri.startswith(DOCUMENTS)] == []
     assert out["indexed"]["outcome"] == "committed" and out["indexed"]["generation"] == 1
     assert out["hits"]["hits"] and out["hits"]["hits"][0]["doc_id"] == "deep/comet.txt"
     assert out["after"]["total"] == 2
