@@ -78,26 +78,34 @@ def _split(tables: list[Table], continued: bool) -> dict[int, list[str]]:
 def without_cells(text: str, page: int, found: list[PageTable]) -> str:
     """A page's text with the cells of its tables taken out, where they run in the text as in the table (row by
     row): the table form holds them, each under its column's header, and a copy without the header would be
-    found in their place (the caption stays, as the page prints it)."""
-    cells = [
-        word for table in found if table.page == page for row in table.rows for cell in row for word in cell.split()
-    ]
-    if not cells:
-        return text
-    words = list(_WORD.finditer(text))
-    matcher = difflib.SequenceMatcher(None, [w.group() for w in words], cells, autojunk=False)
-    cuts = [
-        (words[block.a].start(), words[block.a + block.size - 1].end())
-        for block in matcher.get_matching_blocks()
-        if block.size >= MIN_RUN
-    ]
-    for start, end in reversed(cuts):
-        text = text[:start] + text[end:]
+    found in their place (the caption stays, as the page prints it). Only the stretch of text where the table's
+    cells run longest is cut, so the same words in the prose around it stay."""
+    for table in (t for t in found if t.page == page):
+        cells = [word for row in table.rows for cell in row for word in cell.split()]
+        words = list(_WORD.finditer(text))
+        if not cells or not words:
+            continue
+        blocks = [
+            b
+            for b in difflib.SequenceMatcher(
+                None, [w.group() for w in words], cells, autojunk=False
+            ).get_matching_blocks()
+            if b.size >= MIN_RUN
+        ]
+        if not blocks:
+            continue
+        long = [b for b in blocks if b.size >= ZONE_RUN] or [max(blocks, key=lambda b: b.size)]
+        first, last = min(b.a for b in long), max(b.a + b.size for b in long)
+        cuts = [(words[b.a].start(), words[b.a + b.size - 1].end()) for b in blocks if first <= b.a < last]
+        for start, end in reversed(cuts):
+            text = text[:start] + text[end:]
     return _BLANK_LINES.sub("\n\n", "\n".join(line.strip() for line in text.split("\n"))).strip()
 
 
 MIN_RUN = 2
 """Words of a table's cells that must run in the page text in the table's order to be taken as its copy."""
+ZONE_RUN = 3
+"""Runs this long mark where the table's copy stands in the page text; shorter runs are cut only inside it."""
 _WORD = re.compile(r"\S+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 

@@ -82,6 +82,20 @@ def test_a_table_run_on_to_the_next_page_is_one_table_whose_rows_stand_together_
     assert first.startswith("The survey of the valley")
 
 
+def test_the_cells_words_in_the_prose_around_the_table_stay() -> None:
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=A4)
+    sheet.drawString(72, 790, "Each keeper wrote to Town07 mill-7 about Town08 and its mill-8 in spring.")
+    draw_table(sheet, 740, [HEADER, *ROWS[:10]])
+    sheet.drawString(72, 500, "Afterwards KeeperH7 and KeeperI8 Town09 met to settle it.")
+    sheet.showPage()
+    sheet.save()
+    text = pdf.extract(Path("mills.pdf"), buffer.getvalue()).text
+    assert text.startswith("Each keeper wrote to Town07 mill-7 about Town08 and its mill-8 in spring.")
+    assert "Afterwards KeeperH7 and KeeperI8 Town09 met to settle it." in text
+    assert text.count("Town05") == 1 and row_line(ROWS[5]) in text
+
+
 def test_a_header_not_printed_again_is_still_the_first_pages_header() -> None:
     text = pdf.extract(Path("survey.pdf"), split_table_pdf(repeat_header=False)).text
     assert all(row_line(row) in text for row in ROWS)
