@@ -1,0 +1,163 @@
+"""Extractive summaries for global questions ("explain the whole chapter", "what are the main themes"): the
+sentences of a section, a document or a concept-graph community that stand for the rest, within a token budget.
+
+The technique: centrality over the stored sentence vectors (nothing is embedded again) with redundancy removed by
+maximal marginal relevance. A sentence's centrality is its degree in the cosine-similarity graph of the span's
+sentences, which for unit vectors is its cosine with the sum of them all (the centroid), so it costs one matrix
+product however long the span; a community is centred on its stored centroid instead. The most central sentence
+comes first, each next one also unlike those already taken (MMR, as the NCERT system removes redundancy), while
+its tokens fit the budget. A span's summary is returned in reading order, each sentence with its citation.
+
+Summaries are made when asked for and kept per generation (`View.per_generation`): one document's summary reads
+its sentences' vectors and scores them in milliseconds, so the index run does no summary work at all
+(measured in benchmarks/suite/bench_summaries.py).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from granrag_mcp.errors import InvalidInputError
+from granrag_mcp.levels import FINEST
+from granrag_mcp.records import Chunk
+from granrag_mcp.retrieval.view import View
+from granrag_mcp.store.graph import ConceptGraph
+
+BALANCE = 0.7  # MMR: the weight of centrality against likeness to a sentence already taken
+MIN_TOKENS = 6  # shorter sentences (headings, list stubs, captions) are left out wherever longer ones exist
+COMMUNITY_CANDIDATES = 200  # a community's sentences considered: those naming most of its concepts
+COMMUNITY_CONCEPTS = 10  # the community's members (by PageRank) whose sentences are candidates
+CACHED = 512  # summaries kept per generation
+
+Count = Callable[[str], int] | None
+"""Tokens of a sentence's text as the caller budgets them (the tools: cl100k); None: the chunk's own count."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The chosen sentences (narrow chunks) of a span, in reading order, and what they were chosen from."""
+
+    sentences: list[Chunk]
+    candidates: int  # distinct sentences of the span
+    tokens: int  # tokens of the chosen sentences, as counted
+
+
+def select(vectors: np.ndarray, tokens: np.ndarray, budget: int, centre: np.ndarray | None = None) -> list[int]:
+    """Rows of `vectors` (unit sentence vectors) chosen by centrality and MMR while their `tokens` fit `budget`,
+    in the order chosen. `centre`: what centrality is measured against (default: the rows' own sum)."""
+    n = len(vectors)
+    if n == 0 or budget <= 0:
+        return []
+    if centre is None:
+        centre = vectors.sum(axis=0)
+    norm = float(np.linalg.norm(centre))
+    relevance = vectors @ (centre / norm) if norm > 0 else np.zeros(n, np.float32)
+    open_ = tokens <= budget
+    if (tokens[open_] >= MIN_TOKENS).any():
+        open_ &= tokens >= MIN_TOKENS
+    redundancy = np.full(n, -math.inf, np.float32)
+    chosen: list[int] = []
+    left = budget
+    while open_.any():
+        score = BALANCE * relevance - (1 - BALANCE) * np.maximum(redundancy, 0)
+        score[~open_] = -math.inf
+        best = int(np.argmax(score))
+        chosen.append(best)
+        left -= int(tokens[best])
+        open_[best] = False
+        open_ &= tokens <= left
+        redundancy = np.maximum(redundancy, vectors @ vectors[best])
+    return chosen
+
+
+class _Cache:
+    """The summaries made from one generation, the most recent `CACHED`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.made: OrderedDict[tuple[object, ...], Summary] = OrderedDict()
+
+    def get(self, key: tuple[object, ...]) -> Summary | None:
+        with self.lock:
+            found = self.made.get(key)
+            if found is not None:
+                self.made.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[object, ...], summary: Summary) -> None:
+        with self.lock:
+            self.made[key] = summary
+            while len(self.made) > CACHED:
+                self.made.popitem(last=False)
+
+
+def _cache(view: View) -> _Cache:
+    return view.per_generation.get(view.snapshot, "summaries", _Cache)
+
+
+def _sentences_of(view: View, doc_id: str, start: int, end: int) -> list[int]:
+    """The narrow chunk ids of a span of a document, each sentence once (overlapping broad chunks repeat them)."""
+    seen: set[tuple[int, int]] = set()
+    ids = []
+    for chunk_id, begin, stop in view.catalog.positions(doc_id, FINEST):
+        if start <= begin < end and (begin, stop) not in seen:
+            seen.add((begin, stop))
+            ids.append(chunk_id)
+    return ids
+
+
+def _chosen(view: View, ids: list[int], budget: int, centre: np.ndarray | None, count: Count) -> Summary:
+    if not ids:
+        return Summary([], 0, 0)
+    chunks = view.catalog.chunks(ids)
+    ids = [i for i in ids if i in chunks]
+    vectors = view.snapshot.vectors[FINEST].reconstruct(np.array(ids, dtype=np.int64)).astype(np.float32)
+    sizes = [chunks[i].token_count if count is None else count(chunks[i].text) for i in ids]
+    tokens = np.maximum(np.array(sizes, dtype=np.int64), 1)
+    rows = select(vectors, tokens, budget, centre)
+    picked = sorted(rows, key=lambda r: (chunks[ids[r]].doc_id, chunks[ids[r]].start))
+    return Summary([chunks[ids[r]] for r in picked], len(ids), int(tokens[picked].sum()) if picked else 0)
+
+
+def span_summary(view: View, doc_id: str, start: int, end: int, budget: int, count: Count = None) -> Summary:
+    """The summary of characters [start, end) of a document (a section, or the whole text) within `budget`."""
+    key = ("span", doc_id, start, end, budget, count is None)
+    cache = _cache(view)
+    found = cache.get(key)
+    if found is None:
+        found = _chosen(view, _sentences_of(view, doc_id, start, end), budget, None, count)
+        cache.put(key, found)
+    return found
+
+
+def document_summary(view: View, doc_id: str, budget: int, count: Count = None) -> Summary:
+    """The summary of a whole document within `budget` (unknown doc ids are an error)."""
+    info = next((d for d in view.catalog.documents(doc_id, 1, 0) if d.doc_id == doc_id), None)
+    if info is None:
+        raise InvalidInputError(
+            f"unknown doc_id {doc_id!r}: not in the index; list_documents shows the doc_ids it holds"
+        )
+    return span_summary(view, doc_id, 0, info.n_chars, budget, count)
+
+
+def community_summary(view: View, graph: ConceptGraph, cluster: int, budget: int, count: Count = None) -> Summary:
+    """The summary of a concept-graph community within `budget`: the sentences naming most of its central
+    concepts, centred on the community's stored centroid."""
+    key = ("community", id(graph), cluster, budget, count is None)
+    cache = _cache(view)
+    found = cache.get(key)
+    if found is None:
+        covered: Counter[int] = Counter()
+        for concept in graph.members(cluster)[:COMMUNITY_CONCEPTS]:
+            covered.update(graph.mentions(int(concept)).tolist())
+        ids = [s for s, _ in covered.most_common(COMMUNITY_CANDIDATES)]
+        centre = graph.cluster_centroid[cluster] if cluster < len(graph.cluster_centroid) else None
+        found = _chosen(view, ids, budget, centre, count)
+        cache.put(key, found)
+    return found
