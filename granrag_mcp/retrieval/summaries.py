@@ -48,9 +48,16 @@ class Summary:
     tokens: int  # tokens of the chosen sentences, as counted
 
 
-def select(vectors: np.ndarray, tokens: np.ndarray, budget: int, centre: np.ndarray | None = None) -> list[int]:
+def select(
+    vectors: np.ndarray,
+    tokens: np.ndarray,
+    budget: int,
+    centre: np.ndarray | None = None,
+    balance: float = BALANCE,
+) -> list[int]:
     """Rows of `vectors` (unit sentence vectors) chosen by centrality and MMR while their `tokens` fit `budget`,
-    in the order chosen. `centre`: what centrality is measured against (default: the rows' own sum)."""
+    in the order chosen. `centre`: what centrality is measured against (default: the rows' own sum); `balance`
+    1.0 ranks by centrality alone."""
     n = len(vectors)
     if n == 0 or budget <= 0:
         return []
@@ -65,7 +72,7 @@ def select(vectors: np.ndarray, tokens: np.ndarray, budget: int, centre: np.ndar
     chosen: list[int] = []
     left = budget
     while open_.any():
-        score = BALANCE * relevance - (1 - BALANCE) * np.maximum(redundancy, 0)
+        score = balance * relevance - (1 - balance) * np.maximum(redundancy, 0)
         score[~open_] = -math.inf
         best = int(np.argmax(score))
         chosen.append(best)
