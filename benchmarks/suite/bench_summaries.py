@@ -6,7 +6,9 @@ sentences (the store's narrow chunks) that hold the start of the answer of one o
 documents and, where a document has several paragraphs (SQuAD), each paragraph with questions. The budget is a
 share of the span's tokens (the chunks' own counts); every method fills it the same way, taking sentences in its
 own order while they fit. Coverage is the share of a span's distinct key sentences in its summary, averaged over
-spans. `random` is the mean of five seeds.
+spans. `summary` is the technique as shipped (centrality, MMR and the lean to the span's opening), beside
+centrality with MMR and without, `lead` (the first sentences) and `random` (the mean of five seeds);
+`--lead-weights` adds the technique with other weights of the opening.
 
 Cost: every document's and every community's summary made once, with the store's summaries cache empty, which is
 what an index-time step would add to a run; `--index-json` (the output of `granrag-mcp index --json` for the same
@@ -63,14 +65,21 @@ def _spans(text: str, doc_id: str, questions: list[Any]) -> list[tuple[str, int,
     return out
 
 
-def coverage(view: Any, qa: Any) -> dict[str, Any]:
+def coverage(view: Any, qa: Any, lead_weights: tuple[float, ...] = ()) -> dict[str, Any]:
     from granrag_mcp.levels import FINEST
-    from granrag_mcp.retrieval.summaries import BALANCE, select
+    from granrag_mcp.retrieval.summaries import BALANCE, select, span_prior
 
     by_doc: dict[str, list[Any]] = {}
     for q in qa.questions:
         by_doc.setdefault(q.doc_id, []).append(q)
-    methods = ("centrality_mmr", "centrality_only", "lead", "random")
+    methods = (
+        "summary",
+        "centrality_mmr",
+        "centrality_only",
+        *(f"centrality_lead_{w}" for w in lead_weights),
+        "lead",
+        "random",
+    )
     scores: dict[str, dict[str, dict[str, list[float]]]] = {}
     counts: dict[str, int] = {}
     for doc_id, questions in sorted(by_doc.items()):
@@ -101,10 +110,14 @@ def coverage(view: Any, qa: Any) -> dict[str, Any]:
             for share in SHARES:
                 budget = max(int(share * tokens.sum()), 1)
                 chosen = {
+                    "summary": _fill(select(vectors, tokens, budget, prior=span_prior(len(inside))), tokens, budget),
                     "centrality_mmr": _fill(select(vectors, tokens, budget, balance=BALANCE), tokens, budget),
                     "centrality_only": _fill(select(vectors, tokens, budget, balance=1.0), tokens, budget),
                     "lead": _fill(list(range(len(inside))), tokens, budget),
                 }
+                for weight in lead_weights:
+                    order = select(vectors, tokens, budget, prior=span_prior(len(inside), weight))
+                    chosen[f"centrality_lead_{weight}"] = _fill(order, tokens, budget)
                 table = scores.setdefault(kind, {}).setdefault(f"{share:.0%}", {m: [] for m in methods})
                 for method, taken in chosen.items():
                     table[method].append(len({int(inside[r]) for r in taken} & key) / len(key))
@@ -174,6 +187,13 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True, help="an index of the QA set's documents")
     parser.add_argument("--squad", type=Path, required=True, help="the QA set (SQuAD form) the store holds")
     parser.add_argument("--index-json", type=Path, help="`granrag-mcp index --json` output of the same store")
+    parser.add_argument(
+        "--lead-weights",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also centrality plus this weight times the sentence's place (1 first, 0 last) in its span",
+    )
     _common.result_arguments(parser, "summaries")
     args = parser.parse_args()
     _common.offline_env()
@@ -187,7 +207,7 @@ def main() -> None:
     result = {
         "set": args.squad.name,
         "store_chunks": dict(engine.live.snapshot().manifest.counts),
-        "coverage": coverage(view, load_squad(args.squad)),
+        "coverage": coverage(view, load_squad(args.squad), tuple(args.lead_weights)),
         "cost": cost(view, args.index_json),
         "load": [load_before, _common.load_average()],
         "machine": _common.machine(),

@@ -4,9 +4,10 @@ sentences of a section, a document or a concept-graph community that stand for t
 The technique: centrality over the stored sentence vectors (nothing is embedded again) with redundancy removed by
 maximal marginal relevance. A sentence's centrality is its degree in the cosine-similarity graph of the span's
 sentences, which for unit vectors is its cosine with the sum of them all (the centroid), so it costs one matrix
-product however long the span; a community is centred on its stored centroid instead. The most central sentence
-comes first, each next one also unlike those already taken (MMR, as the NCERT system removes redundancy), while
-its tokens fit the budget. A span's summary is returned in reading order, each sentence with its citation.
+product however long the span; a community is centred on its stored centroid instead. In a section or a document
+a sentence also gains by its place, the opening most (`span_prior`). The best sentence comes first, each next
+one also unlike those already taken (MMR, as the NCERT system removes redundancy), while its tokens fit the
+budget. A span's summary is returned in reading order, each sentence with its citation.
 
 Summaries are made when asked for and kept per generation (`View.per_generation`): one document's summary reads
 its sentences' vectors and scores them in milliseconds, so the index run does no summary work at all
@@ -30,6 +31,7 @@ from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.graph import ConceptGraph
 
 BALANCE = 0.7  # MMR: the weight of centrality against likeness to a sentence already taken
+LEAD_WEIGHT = 0.5  # a span's sentences lean to its opening: documents state their gist first (see span_prior)
 MIN_TOKENS = 6  # shorter sentences (headings, list stubs, captions) are left out wherever longer ones exist
 COMMUNITY_CANDIDATES = 200  # a community's sentences considered: those naming most of its concepts
 COMMUNITY_CONCEPTS = 10  # the community's members (by PageRank) whose sentences are candidates
@@ -48,16 +50,24 @@ class Summary:
     tokens: int  # tokens of the chosen sentences, as counted
 
 
+def span_prior(n: int, weight: float = LEAD_WEIGHT) -> np.ndarray:
+    """What each of a span's `n` sentences (in reading order) adds to its centrality by its place: `weight` for
+    the first, falling evenly towards 0 for the last. Abstracts, introductions and topic sentences hold what a
+    span is asked about more often than its centre does (docs/summaries.md measures it)."""
+    return weight * (1 - np.arange(n, dtype=np.float32) / max(n, 1))
+
+
 def select(
     vectors: np.ndarray,
     tokens: np.ndarray,
     budget: int,
     centre: np.ndarray | None = None,
     balance: float = BALANCE,
+    prior: np.ndarray | None = None,
 ) -> list[int]:
     """Rows of `vectors` (unit sentence vectors) chosen by centrality and MMR while their `tokens` fit `budget`,
     in the order chosen. `centre`: what centrality is measured against (default: the rows' own sum); `balance`
-    1.0 ranks by centrality alone."""
+    1.0 ranks by centrality alone; `prior`: added to each row's centrality (a weight by position, say)."""
     n = len(vectors)
     if n == 0 or budget <= 0:
         return []
@@ -65,6 +75,8 @@ def select(
         centre = vectors.sum(axis=0)
     norm = float(np.linalg.norm(centre))
     relevance = vectors @ (centre / norm) if norm > 0 else np.zeros(n, np.float32)
+    if prior is not None:
+        relevance = relevance + prior
     open_ = tokens <= budget
     if (tokens[open_] >= MIN_TOKENS).any():
         open_ &= tokens >= MIN_TOKENS
@@ -109,17 +121,21 @@ def _cache(view: View) -> _Cache:
 
 
 def _sentences_of(view: View, doc_id: str, start: int, end: int) -> list[int]:
-    """The narrow chunk ids of a span of a document, each sentence once (overlapping broad chunks repeat them)."""
+    """The narrow chunk ids of a span of a document in reading order, each sentence once (overlapping broad chunks
+    repeat them)."""
     seen: set[tuple[int, int]] = set()
-    ids = []
+    found = []
     for chunk_id, begin, stop in view.catalog.positions(doc_id, FINEST):
         if start <= begin < end and (begin, stop) not in seen:
             seen.add((begin, stop))
-            ids.append(chunk_id)
-    return ids
+            found.append((begin, chunk_id))
+    return [chunk_id for _, chunk_id in sorted(found)]
 
 
-def _chosen(view: View, ids: list[int], budget: int, centre: np.ndarray | None, count: Count) -> Summary:
+def _chosen(
+    view: View, ids: list[int], budget: int, centre: np.ndarray | None, count: Count, in_order: bool
+) -> Summary:
+    """The summary of sentences `ids`; `in_order`: they are one span's in reading order (its opening leans)."""
     if not ids:
         return Summary([], 0, 0)
     chunks = view.catalog.chunks(ids)
@@ -127,7 +143,7 @@ def _chosen(view: View, ids: list[int], budget: int, centre: np.ndarray | None, 
     vectors = view.snapshot.vectors[FINEST].reconstruct(np.array(ids, dtype=np.int64)).astype(np.float32)
     sizes = [chunks[i].token_count if count is None else count(chunks[i].text) for i in ids]
     tokens = np.maximum(np.array(sizes, dtype=np.int64), 1)
-    rows = select(vectors, tokens, budget, centre)
+    rows = select(vectors, tokens, budget, centre, prior=span_prior(len(ids)) if in_order else None)
     picked = sorted(rows, key=lambda r: (chunks[ids[r]].doc_id, chunks[ids[r]].start))
     return Summary([chunks[ids[r]] for r in picked], len(ids), int(tokens[picked].sum()) if picked else 0)
 
@@ -138,7 +154,7 @@ def span_summary(view: View, doc_id: str, start: int, end: int, budget: int, cou
     cache = _cache(view)
     found = cache.get(key)
     if found is None:
-        found = _chosen(view, _sentences_of(view, doc_id, start, end), budget, None, count)
+        found = _chosen(view, _sentences_of(view, doc_id, start, end), budget, None, count, in_order=True)
         cache.put(key, found)
     return found
 
@@ -165,6 +181,6 @@ def community_summary(view: View, graph: ConceptGraph, cluster: int, budget: int
             covered.update(graph.mentions(int(concept)).tolist())
         ids = [s for s, _ in covered.most_common(COMMUNITY_CANDIDATES)]
         centre = graph.cluster_centroid[cluster] if cluster < len(graph.cluster_centroid) else None
-        found = _chosen(view, ids, budget, centre, count)
+        found = _chosen(view, ids, budget, centre, count, in_order=False)
         cache.put(key, found)
     return found

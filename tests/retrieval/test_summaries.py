@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from granrag_mcp.retrieval.summaries import select
+from granrag_mcp.retrieval.summaries import select, span_prior
 
 
 def _unit(rows: list[list[float]]) -> np.ndarray:
@@ -49,3 +49,11 @@ def test_short_sentences_are_left_out_while_longer_ones_remain() -> None:
 
 def test_a_given_centre_decides_what_is_central() -> None:
     assert select(VECTORS, np.full(6, 10), budget=10, centre=np.array([0.0, 0.0, 1.0]))[0] == 5
+
+
+def test_the_span_prior_leans_to_the_opening_among_sentences_alike() -> None:
+    same = _unit([[1.0, 0.0, 0.0]] * 4)
+    prior = span_prior(4)
+    assert prior[0] > prior[1] > prior[2] > prior[3] >= 0
+    assert select(same, np.full(4, 10), budget=10, prior=prior) == [0]
+    assert select(same, np.full(4, 10), budget=10, prior=prior[::-1].copy()) == [3]
