@@ -9,9 +9,9 @@ a sentence also gains by its place, the opening most (`span_prior`). The best se
 one also unlike those already taken (MMR, as the NCERT system removes redundancy), while its tokens fit the
 budget. A span's summary is returned in reading order, each sentence with its citation.
 
-Summaries are made when asked for and kept per generation (`View.per_generation`): one document's summary reads
-its sentences' vectors and scores them in milliseconds, so the index run does no summary work at all
-(measured in benchmarks/suite/bench_summaries.py).
+Summaries are made when asked for and kept per generation (in the views' shared `PerGeneration` store): one
+document's summary reads its sentences' vectors and scores them in milliseconds, so the index run does no summary
+work at all (measured in benchmarks/suite/bench_summaries.py).
 """
 
 from __future__ import annotations
