@@ -169,18 +169,29 @@ def document_summary(view: View, doc_id: str, budget: int, count: Count = None) 
     return span_summary(view, doc_id, 0, info.n_chars, budget, count)
 
 
-def community_summary(view: View, graph: ConceptGraph, cluster: int, budget: int, count: Count = None) -> Summary:
+def community_summary(
+    view: View, graph: ConceptGraph, cluster: int, budget: int, count: Count = None, doc_id: str | None = None
+) -> Summary:
     """The summary of a concept-graph community within `budget`: the sentences naming most of its central
-    concepts, centred on the community's stored centroid."""
-    key = ("community", id(graph), cluster, budget, count is None)
+    concepts (those of document `doc_id` only, when given), centred on the community's stored centroid."""
+    key = ("community", id(graph), cluster, budget, count is None, doc_id)
     cache = _cache(view)
     found = cache.get(key)
     if found is None:
         covered: Counter[int] = Counter()
         for concept in graph.members(cluster)[:COMMUNITY_CONCEPTS]:
             covered.update(graph.mentions(int(concept)).tolist())
+        if doc_id is not None:
+            covered = Counter({s: n for s, n in covered.items() if _document_of(graph, s) == doc_id})
         ids = [s for s, _ in covered.most_common(COMMUNITY_CANDIDATES)]
         centre = graph.cluster_centroid[cluster] if cluster < len(graph.cluster_centroid) else None
         found = _chosen(view, ids, budget, centre, count, in_order=False)
         cache.put(key, found)
     return found
+
+
+def _document_of(graph: ConceptGraph, sentence: int) -> str | None:
+    at = int(np.searchsorted(graph.sentence_ids, sentence))
+    if at < len(graph.sentence_ids) and graph.sentence_ids[at] == sentence:
+        return str(graph.docs[graph.sentence_doc[at]])
+    return None

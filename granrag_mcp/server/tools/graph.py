@@ -11,8 +11,8 @@ from pydantic import Field
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, TOP
-from granrag_mcp.packing import TokenCounter, pack
-from granrag_mcp.records import format_chunk_id
+from granrag_mcp.packing import Packing, TokenCounter, pack
+from granrag_mcp.records import Chunk, format_chunk_id
 from granrag_mcp.retrieval import evidence_chain as chains
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval import summaries
@@ -72,14 +72,19 @@ def _edge(graph: ConceptGraph, edge: techniques.Edge) -> GraphEdge:
     )
 
 
-def _sentences(
-    view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
-) -> tuple[list[Sentence], int, int]:
-    """The sentences (each once, in the order first named) within the budget; tokens used and sentences omitted."""
+def _packed(view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int) -> tuple[list[Chunk], Packing]:
+    """The sentences (each once, in the order first named) and their texts packed within the budget."""
     ordered = list(dict.fromkeys(ids))
     chunks = view.catalog.chunks(ordered)
     found = [chunks[i] for i in ordered if i in chunks]
-    packing = pack([c.text for c in found], max_tokens, tokens)
+    return found, pack([c.text for c in found], max_tokens, tokens)
+
+
+def _sentences(
+    view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
+) -> tuple[list[Sentence], int, int]:
+    """The sentences within the budget; tokens used and sentences omitted."""
+    found, packing = _packed(view, tokens, ids, max_tokens)
     out = [
         Sentence(chunk_id=c.public_id, doc_id=c.doc_id, start=c.start, end=c.end, text=p.text, truncated=p.truncated)
         for c, p in zip(found, packing.pieces)
@@ -90,12 +95,8 @@ def _sentences(
 def _cited(
     view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
 ) -> tuple[list[ChainSentence], int, int]:
-    """The sentences (each once, in the order first named) with their citations (document, pages, heading path)
-    within the budget; tokens used and sentences omitted."""
-    ordered = list(dict.fromkeys(ids))
-    chunks = view.catalog.chunks(ordered)
-    found = [chunks[i] for i in ordered if i in chunks]
-    packing = pack([c.text for c in found], max_tokens, tokens)
+    """`_sentences` with each one's citation (document, pages, heading path)."""
+    found, packing = _packed(view, tokens, ids, max_tokens)
     citations = cite_chunks(view, found[: len(packing.pieces)])
     out = [
         ChainSentence(
@@ -289,7 +290,8 @@ def register(server: MCPServer, budget: int) -> None:
             bool,
             Field(
                 description="mode=communities: each community's extractive summary (its central sentences with "
-                "their citations) within an equal share of max_tokens, in place of its three key sentences."
+                "their citations; with doc_id, that document's) within an equal share of max_tokens, in place of "
+                "its three key sentences."
             ),
         ] = False,
         max_tokens: MaxTokens = budget,
@@ -316,7 +318,7 @@ def register(server: MCPServer, budget: int) -> None:
         found = techniques.communities(view, query, k, doc_id)
         if summary and found:
             share = max(max_tokens // len(found), 1)
-            made = [summaries.community_summary(view, graph, c.cluster, share, tokens.count) for c in found]
+            made = [summaries.community_summary(view, graph, c.cluster, share, tokens.count, doc_id) for c in found]
             key = {c.cluster: [s.id for s in m.sentences] for c, m in zip(found, made)}
         else:
             key = {c.cluster: [int(i) for i in graph.key_sentences(c.cluster)] for c in found}

@@ -263,9 +263,11 @@ def test_community_summaries_fill_the_budget_with_cited_sentences_of_their_conce
         return (
             await call(client, "graph_search", {"query": "What are the main themes?", "k": 2}),
             await call(client, "graph_search", args),
+            await call(client, "graph_search", {**args, "doc_id": "garden.txt"}),
         )
 
-    plain, summary = run(server, scenario)
+    plain, summary, garden = run(server, scenario)
+    assert garden["sentences"] and {s["doc_id"] for s in garden["sentences"]} == {"garden.txt"}
     assert [c["community"] for c in summary["communities"]] == [c["community"] for c in plain["communities"]]
     sentences = {s["chunk_id"]: s for s in summary["sentences"]}
     assert summary["tokens_used"] <= 300 and sentences
