@@ -14,7 +14,6 @@ give their evidence sentences.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,14 +23,14 @@ import numpy as np
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST
 from granrag_mcp.retrieval.view import View
-from granrag_mcp.text.words import CONNECTORS, STOP, normalise, words
+from granrag_mcp.text.concepts import name_runs
+from granrag_mcp.text.words import NAME_JOINS, STOP, folded, words
 
 SENTENCES = "evidence sentences"  # the name of a generation's SentenceIndex among what its views reuse
 MAX_MENTIONS = 2000  # sentences of one name read for bridges; a name in more is a hub, not a link
 DIRECT = 3  # sentences naming both names, at most
 PER_SIDE = 2  # sentences per side of one bridge: a frequent name's mentions of the link are not all the same
 LONG_PATH_HOPS = 3
-JOINS = CONNECTORS | {"the"}  # "and" would make one name of "Warsaw and Chopin"
 QUESTION_FORMS = (
     re.compile(
         r"^\s*(?:how|in what way|why)\s+(?:is|are|was|were|does|do|did)\s+(?P<a>.+?)\s+(?:be\s+)?"
@@ -44,17 +43,10 @@ QUESTION_FORMS = (
     ),
     re.compile(r"^\s*what\s+(?:connects|links|relates)\s+(?P<a>.+?)\s+(?:to|with|and)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
 )
-NAME_RUN = re.compile(r"[^\W\d_][\w'’.-]*(?:\s+(?:[^\W\d_][\w'’.-]*))*")
 
 
 class UnknownNameError(InvalidInputError):
     """A name no sentence of the store holds, in any spelling or part."""
-
-
-def folded(text: str) -> str:
-    """Lower case, accents dropped, one spelling of dashes and apostrophes: how names are compared."""
-    text = unicodedata.normalize("NFKD", normalise(text).lower())
-    return "".join(ch for ch in text if not unicodedata.combining(ch))
 
 
 class SentenceIndex:
@@ -139,32 +131,6 @@ def _graph_names(view: View, question: str) -> list[str]:
     return [str(graph.names[c]) for c in queries.matcher.find(question)]
 
 
-def name_runs(text: str, first_word: bool = True) -> list[str]:
-    """Runs of capitalised words ("Charles de Gaulle", "University of Warsaw"), joined by connectors; the
-    sentence's first word only when `first_word`."""
-    tokens = words(text)
-    out: list[str] = []
-    run: list[str] = []
-    for n, token in enumerate(tokens):
-        capital = token[0].isupper() and (first_word or n > 0)
-        if capital:
-            run.append(token)
-        elif run and token.lower() in JOINS:
-            run.append(token)
-        else:
-            _close(run, out)
-            run = []
-    _close(run, out)
-    return out
-
-
-def _close(run: list[str], out: list[str]) -> None:
-    while run and run[-1].lower() in JOINS:
-        run.pop()
-    if run and not (len(run) == 1 and folded(run[0]) in STOP):
-        out.append(" ".join(run))
-
-
 def _resolve(view: View, index: SentenceIndex, name: str) -> Named:
     """The sentences of a name: its exact words, the graph's alias or meaning, or its longest part found."""
     rows = index.rows(name)
@@ -224,7 +190,7 @@ def _terms(view: View, index: SentenceIndex, rows: Iterable[int]) -> dict[str, l
 
 
 def _own_words(*names: Named) -> set[str]:
-    return {w for n in names for w in folded(f"{n.written} {n.found}").split()} - JOINS
+    return {w for n in names for w in folded(f"{n.written} {n.found}").split()} - NAME_JOINS
 
 
 def evidence_chain(view: View, a: str, b: str, k: int) -> Chain:

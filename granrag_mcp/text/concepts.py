@@ -16,7 +16,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from granrag_mcp.text.analysis import LEGACY, analysis_language
-from granrag_mcp.text.words import CONNECTORS, MAX_WORDS, NAME_STOP, STOP, concept_key, fold, strip_possessive, tokens
+from granrag_mcp.text.words import (
+    CONNECTORS,
+    MAX_WORDS,
+    NAME_JOINS,
+    NAME_STOP,
+    STOP,
+    concept_key,
+    fold,
+    folded,
+    strip_possessive,
+    tokens,
+    words,
+)
 
 MAX_TERM_WORDS = 3
 VERB_FOLLOWS = frozenset(
@@ -66,6 +78,31 @@ def _names(run: list[str]) -> Iterable[str]:
                 yield " ".join(run[first : last + 1])
 
 
+def name_runs(text: str, first_word: bool = True) -> list[str]:
+    """The whole runs of capitalised words of a text as written ("Charles de Gaulle", "University of Warsaw"),
+    joined by `NAME_JOINS`, without their shorter spans; the text's first word only when `first_word` (a
+    sentence's first word is capitalised whatever it is)."""
+    out: list[str] = []
+    run: list[str] = []
+    for n, token in enumerate(words(text)):
+        if _capitalised(token) and (first_word or n > 0):
+            run.append(token)
+        elif run and token.lower() in NAME_JOINS:
+            run.append(token)
+        else:
+            _close(run, out)
+            run = []
+    _close(run, out)
+    return out
+
+
+def _close(run: list[str], out: list[str]) -> None:
+    while run and run[-1].lower() in NAME_JOINS:
+        run.pop()
+    if run and not (len(run) == 1 and folded(run[0]) in STOP):
+        out.append(" ".join(run))
+
+
 def _terms(run: list[str]) -> Iterable[str]:
     """A run of lower-case content words as terms: its head, and its last two and three words."""
     for width in range(1, min(MAX_TERM_WORDS, len(run)) + 1):
@@ -86,7 +123,7 @@ def candidates(text: str, with_terms: bool = True) -> Iterable[str]:
         lower = word.lower()
         if word[:1].isalpha() and _capitalised(word):
             name.append(word)
-        elif name and (lower in CONNECTORS or lower == "the"):
+        elif name and lower in NAME_JOINS:
             name.append(lower)
         else:
             yield from _names(name)

@@ -7,6 +7,7 @@ A key folds case, a possessive ending, dash variants and plural endings, so "Sup
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from granrag_mcp.text.analysis import STOPWORDS as _LEXICAL_STOPWORDS
@@ -32,11 +33,21 @@ NAME_STARTS = frozenset("new first second third one two three four five well".sp
 NAME_STOP = STOP - NAME_STARTS
 CONNECTORS = frozenset("of de du da di del della der van von la le y".split())
 """Lower-case words that join the parts of a proper name: "University of Warsaw", "Charles de Gaulle"."""
+NAME_JOINS = CONNECTORS | {"the"}
+"""What may join two capitalised words into one name ("Bank of the United States"); not "and", which would make
+one name of "Warsaw and Chopin"."""
 
 
 def normalise(text: str) -> str:
     """One spelling of dashes and apostrophes, so that "Austria–Hungary" and "Austria-Hungary" are one word."""
     return text.translate(_DASHES)
+
+
+def folded(text: str) -> str:
+    """A whole text as names are compared in it: lower case, accents dropped, one spelling of dashes and
+    apostrophes ("Frédéric CHOPIN" is "frederic chopin"); unlike a concept key, plurals are kept."""
+    text = unicodedata.normalize("NFKD", normalise(text).lower())
+    return "".join(ch for ch in text if not unicodedata.combining(ch))
 
 
 def tokens(text: str) -> list[str]:

@@ -1,10 +1,11 @@
-"""The parts of an evidence chain that need no store: the names a question asks about and the name runs."""
+"""The part of an evidence chain that needs no store: the names a question asks about (the name runs and the
+folding it compares names by are the word analysis's, tested in tests/text/)."""
 
 from __future__ import annotations
 
 import pytest
 
-from granrag_mcp.retrieval.evidence_chain import folded, name_runs, names_of_question
+from granrag_mcp.retrieval.evidence_chain import names_of_question
 
 
 @pytest.mark.parametrize(
@@ -18,13 +19,3 @@ from granrag_mcp.retrieval.evidence_chain import folded, name_runs, names_of_que
 )
 def test_the_two_names_of_a_question(question: str, names: tuple[str, str]) -> None:
     assert names_of_question(question, view=None) == names  # type: ignore[arg-type] -- the forms need no view
-
-
-def test_name_runs_join_connectors_and_skip_the_first_word_when_asked() -> None:
-    text = "Then Charles de Gaulle met the University of Warsaw and Frédéric Chopin."
-    assert name_runs(text) == ["Then Charles de Gaulle", "University of Warsaw", "Frédéric Chopin"]
-    assert name_runs(text, first_word=False) == ["Charles de Gaulle", "University of Warsaw", "Frédéric Chopin"]
-
-
-def test_folding_drops_case_and_accents() -> None:
-    assert folded("Frédéric CHOPIN") == "frederic chopin"

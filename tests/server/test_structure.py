@@ -175,3 +175,35 @@ def test_the_document_resource_carries_its_outline(server) -> None:
     ]
     assert all(text.text[s["start"] :].startswith(s["section"][-1]) for s in data["sections"])
     assert len(note_read.contents) == 1
+
+
+def test_a_section_and_a_document_are_summarized_by_their_own_sentences_with_citations(server, report: Report) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        hit = (await call(client, "search_narrow", {"query": code("regression", 4), "k": 1}))["hits"][0]
+        chapter = await call(client, "get_section", {"chunk_id": hit["chunk_id"], "depth": 1})
+        args = {"chunk_id": hit["chunk_id"], "depth": 1, "summary": True, "max_tokens": 80}
+        summary = await call(client, "get_section", args)
+        text = _text(await client.call_tool("get_section", args))
+        document = await call(client, "document_outline", {"doc_id": f"report{SUFFIX}", "summary": True})
+        plain = await call(client, "document_outline", {"doc_id": "note.txt", "summary": True, "max_tokens": 100})
+        return {"chapter": chapter, "summary": summary, "text": text, "document": document, "plain": plain}
+
+    out = run(server, scenario)
+    chapter, summary = out["chapter"], out["summary"]
+    chosen = summary["summary"]["sentences"]
+    assert summary["text"] == "" and summary["section"] == ["Methods"] and summary["chunk_ids"] == chapter["chunk_ids"]
+    assert 1 <= len(chosen) < summary["summary"]["of_sentences"] and summary["tokens_used"] <= 80
+    assert [s["start"] for s in chosen] == sorted(s["start"] for s in chosen)  # reading order
+    for sentence in chosen:
+        assert sentence["text"] in chapter["text"] and sentence["chunk_id"].startswith("narrow:")
+        assert chapter["start"] <= sentence["start"] < chapter["section_end"]
+        pages, section = report.expected(sentence["text"])
+        assert sentence["citation"].startswith(f"report{SUFFIX} · p. {pages[0]}")
+        assert sentence["citation"].endswith(" > ".join(section))
+    assert chosen[0]["chunk_id"] in out["text"] and "summary:" in out["text"]
+    document = out["document"]
+    assert document["summary"]["sentences"] and document["sections"]  # the outline stays beside the summary
+    assert {s["doc_id"] for s in document["summary"]["sentences"]} == {f"report{SUFFIX}"}
+    plain = out["plain"]["summary"]["sentences"]
+    assert plain and all(s["text"] in PLAIN and s["citation"] == "note.txt" for s in plain)
+    assert out["plain"]["sections"] == [] and out["plain"]["tokens_used"] <= 100

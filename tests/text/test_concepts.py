@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from granrag_mcp.text.concepts import ConceptMatcher, apart, extract
-from granrag_mcp.text.words import concept_key
+from granrag_mcp.text.concepts import ConceptMatcher, apart, extract, name_runs
+from granrag_mcp.text.words import concept_key, folded
 
 
 def keys(text: str) -> set[str]:
@@ -70,3 +70,15 @@ def test_a_text_in_another_language_gives_its_names_but_no_english_terms() -> No
     assert keys("Rolling friction is weaker than sliding friction.") == {
         key for key, _ in extract("Rolling friction is weaker than sliding friction.", "en")
     }
+
+
+def test_name_runs_join_connectors_and_skip_the_first_word_when_asked() -> None:
+    text = "Then Charles de Gaulle met the University of Warsaw and Frédéric Chopin near the Bank of the Rhine."
+    assert name_runs(text) == ["Then Charles de Gaulle", "University of Warsaw", "Frédéric Chopin", "Bank of the Rhine"]
+    assert name_runs(text, first_word=False)[:3] == ["Charles de Gaulle", "University of Warsaw", "Frédéric Chopin"]
+    assert name_runs("It met The Beatles and The.") == ["The Beatles"]  # a lone stop word is no name
+
+
+def test_folding_a_text_drops_case_accents_and_dash_spellings_but_keeps_plurals() -> None:
+    assert folded("Frédéric CHOPIN") == "frederic chopin"
+    assert folded("Austria–Hungary’s Rivers") == "austria-hungary's rivers"

@@ -4,6 +4,7 @@ sentences that state them, and those sentences once, within the caller's token b
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from pydantic import Field
 
@@ -121,14 +122,19 @@ class CommunityReport(_Model):
     concepts: list[str] = Field(description="Its concepts, most central (PageRank) first.")
     documents: list[str] = Field(description="Documents whose sentences mention them most.")
     broad_chunks: list[str] = Field(description="Broad chunks where they are mentioned most: get_chunks for the text.")
-    key_sentences: list[str] = Field(description="Representative, varied sentences; their text is in `sentences`.")
+    key_sentences: list[str] = Field(
+        description="Representative, varied sentences (summary=true: its extractive summary within its share of "
+        "max_tokens, in reading order); their text and citations are in `sentences`."
+    )
 
 
 class GraphSearchResult(Budgeted):
     mode: str
     communities: list[CommunityReport] = Field(description="mode=communities: reports, best first.")
     hits: list[Hit] = Field(description="mode=passages: sentences ranked by personalized PageRank, best first.")
-    sentences: list[Sentence] = Field(description="Text of the key sentences, as far as max_tokens allows.")
+    sentences: list[ChainSentence] = Field(
+        description="Text and citation of the key sentences, as far as max_tokens allows."
+    )
 
     def as_text(self) -> str:
         if self.mode == "passages":
@@ -160,12 +166,14 @@ def _edge_line(edge: GraphEdge) -> str:
     )
 
 
-def _with_sentences(head: str, lines: list[str], sentences: list[Sentence]) -> str:
+def _with_sentences(head: str, lines: list[str], sentences: Sequence[Sentence]) -> str:
     blocks = [head, "\n".join(lines) or "nothing found"]
     if sentences:
         blocks.append(DATA_NOTICE)
         blocks += [
-            f"{s.chunk_id} | doc_id {json.dumps(s.doc_id, ensure_ascii=False)} | chars {s.start}-{s.end}"
+            f"{s.chunk_id} | "
+            + (s.citation if isinstance(s, ChainSentence) else f"doc_id {json.dumps(s.doc_id, ensure_ascii=False)}")
+            + f" | chars {s.start}-{s.end}"
             f"{' | truncated to fit max_tokens' if s.truncated else ''}\n{fence(s.text)}"
             for s in sentences
         ]

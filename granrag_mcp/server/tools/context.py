@@ -12,6 +12,7 @@ from granrag_mcp.records import format_chunk_id
 from granrag_mcp.retrieval.citations import cite_chunks, cite_window
 from granrag_mcp.retrieval.parents import find_parents
 from granrag_mcp.retrieval.sections import SECTION_CHUNKS, enclosing_section
+from granrag_mcp.retrieval.summaries import span_summary
 from granrag_mcp.retrieval.view import ScoredChunk
 from granrag_mcp.retrieval.window import expand_window as window_of
 from granrag_mcp.server.schemas.arguments import ChunkId, ChunkIds, MaxTokens
@@ -24,9 +25,10 @@ from granrag_mcp.server.schemas.results import (
     citation_fields,
     clip_path,
 )
-from granrag_mcp.server.schemas.structure import SectionResult
+from granrag_mcp.server.schemas.structure import SUMMARY_DESCRIPTION, SectionResult
 from granrag_mcp.server.tools.base import CurrentView, Tokens, read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
+from granrag_mcp.server.tools.summarizing import presented
 
 
 def register(server: MCPServer, budget: int) -> None:
@@ -140,14 +142,39 @@ def register(server: MCPServer, budget: int) -> None:
                 "null: the innermost section.",
             ),
         ] = None,
+        summary: Annotated[bool, Field(description=SUMMARY_DESCRIPTION)] = False,
         max_tokens: MaxTokens = budget,
     ) -> SectionResult:
         """The section of its document that holds a chunk (by its headings, not by token windows): its heading
         path, pages, size, text from the heading on and its paragraph-level chunk ids. Use it when a hit needs
-        its whole section; depth climbs to an enclosing one (1: the top-level section). Documents without
-        headings have no sections: use get_parent or expand_window for them.
+        its whole section; depth climbs to an enclosing one (1: the top-level section). summary=true returns,
+        instead of the text, the section's central sentences with their citations ("explain the whole chapter").
+        Documents without headings have no sections: use get_parent or expand_window for them (document_outline
+        with summary=true summarizes a whole document).
         """
         chunk, span = enclosing_section(view, chunk_id, depth)
+        if summary:
+            chosen = span_summary(view, span.doc_id, span.start, span.end, max_tokens, tokens.count)
+            shown = presented(view, tokens, chosen, max_tokens)
+            return SectionResult(
+                generation=view.snapshot.generation,
+                tokens_used=sum(tokens.count(s.text) for s in shown.sentences),
+                omitted=0,
+                chunk_id=chunk.public_id,
+                doc_id=span.doc_id,
+                number=span.number,
+                level=span.level,
+                section=clip_path(span.path),
+                start=span.start,
+                end=span.start,
+                section_end=span.end,
+                pages=list(span.pages) if span.pages else None,
+                tokens=span.tokens,
+                text="",
+                truncated=False,
+                chunk_ids=[format_chunk_id(SECTION_CHUNKS, i) for i in span.chunk_ids],
+                summary=shown,
+            )
         text = view.catalog.document_slice(span.doc_id, span.start, span.end) or ""
         piece = cut(text, max_tokens, tokens)
         end = span.start + len(piece.text)

@@ -11,10 +11,11 @@ from pydantic import Field
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, TOP
-from granrag_mcp.packing import TokenCounter, pack
-from granrag_mcp.records import format_chunk_id
+from granrag_mcp.packing import Packing, TokenCounter, pack
+from granrag_mcp.records import Chunk, format_chunk_id
 from granrag_mcp.retrieval import evidence_chain as chains
 from granrag_mcp.retrieval import graph as techniques
+from granrag_mcp.retrieval import summaries
 from granrag_mcp.retrieval.citations import citation_line, cite_chunks
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.schemas.arguments import MaxTokens, Query
@@ -71,16 +72,42 @@ def _edge(graph: ConceptGraph, edge: techniques.Edge) -> GraphEdge:
     )
 
 
-def _sentences(
-    view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
-) -> tuple[list[Sentence], int, int]:
-    """The sentences (each once, in the order first named) within the budget; tokens used and sentences omitted."""
+def _packed(view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int) -> tuple[list[Chunk], Packing]:
+    """The sentences (each once, in the order first named) and their texts packed within the budget."""
     ordered = list(dict.fromkeys(ids))
     chunks = view.catalog.chunks(ordered)
     found = [chunks[i] for i in ordered if i in chunks]
-    packing = pack([c.text for c in found], max_tokens, tokens)
+    return found, pack([c.text for c in found], max_tokens, tokens)
+
+
+def _sentences(
+    view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
+) -> tuple[list[Sentence], int, int]:
+    """The sentences within the budget; tokens used and sentences omitted."""
+    found, packing = _packed(view, tokens, ids, max_tokens)
     out = [
         Sentence(chunk_id=c.public_id, doc_id=c.doc_id, start=c.start, end=c.end, text=p.text, truncated=p.truncated)
+        for c, p in zip(found, packing.pieces)
+    ]
+    return out, packing.tokens_used, packing.omitted
+
+
+def _cited(
+    view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
+) -> tuple[list[ChainSentence], int, int]:
+    """`_sentences` with each one's citation (document, pages, heading path)."""
+    found, packing = _packed(view, tokens, ids, max_tokens)
+    citations = cite_chunks(view, found[: len(packing.pieces)])
+    out = [
+        ChainSentence(
+            chunk_id=c.public_id,
+            doc_id=c.doc_id,
+            start=c.start,
+            end=c.end,
+            text=p.text,
+            truncated=p.truncated,
+            citation=citation_line(c.doc_id, citations[c.id]),
+        )
         for c, p in zip(found, packing.pieces)
     ]
     return out, packing.tokens_used, packing.omitted
@@ -259,13 +286,22 @@ def register(server: MCPServer, budget: int) -> None:
         doc_id: Annotated[
             str | None, Field(max_length=1000, description="Only within this document (a doc_id of list_documents).")
         ] = None,
+        summary: Annotated[
+            bool,
+            Field(
+                description="mode=communities: each community's extractive summary (its central sentences with "
+                "their citations; with doc_id, that document's) within an equal share of max_tokens, in place of "
+                "its three key sentences."
+            ),
+        ] = False,
         max_tokens: MaxTokens = budget,
     ) -> GraphSearchResult:
         """Global search over the concept graph. mode='communities' returns community reports ranked for the
         query (optionally within one document): each report's central concepts, documents, broad chunks and
         representative sentences; use it for "explain the whole chapter" or "what are the main themes", then open
-        broad_chunks with get_chunks. mode='passages' returns sentences linked to the query's concepts through the
-        graph (multi-hop evidence a plain similarity search misses).
+        broad_chunks with get_chunks; summary=true fills max_tokens with each community's central sentences, each
+        with its citation, for theme questions. mode='passages' returns sentences linked to the query's concepts
+        through the graph (multi-hop evidence a plain similarity search misses).
         """
         graph, _ = techniques.graph_of(view)
         if mode == "passages":
@@ -280,6 +316,12 @@ def register(server: MCPServer, budget: int) -> None:
                 sentences=[],
             )
         found = techniques.communities(view, query, k, doc_id)
+        if summary and found:
+            share = max(max_tokens // len(found), 1)
+            made = [summaries.community_summary(view, graph, c.cluster, share, tokens.count, doc_id) for c in found]
+            key = {c.cluster: [s.id for s in m.sentences] for c, m in zip(found, made)}
+        else:
+            key = {c.cluster: [int(i) for i in graph.key_sentences(c.cluster)] for c in found}
         reports = [
             CommunityReport(
                 community=c.cluster,
@@ -289,12 +331,11 @@ def register(server: MCPServer, budget: int) -> None:
                 concepts=[str(graph.names[m]) for m in c.members[:10]],
                 documents=graph.cluster_doc_ids(c.cluster),
                 broad_chunks=[format_chunk_id(TOP, int(i)) for i in graph.broad_chunks(c.cluster)],
-                key_sentences=[format_chunk_id(FINEST, int(i)) for i in graph.key_sentences(c.cluster)],
+                key_sentences=[format_chunk_id(FINEST, i) for i in key[c.cluster]],
             )
             for c in found
         ]
-        ids = (int(i) for c in found for i in graph.key_sentences(c.cluster))
-        sentences, used, omitted = _sentences(view, tokens, ids, max_tokens)
+        sentences, used, omitted = _cited(view, tokens, (i for c in found for i in key[c.cluster]), max_tokens)
         return GraphSearchResult(
             generation=view.snapshot.generation,
             tokens_used=used,

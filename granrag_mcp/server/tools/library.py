@@ -10,11 +10,13 @@ from pydantic import Field
 from granrag_mcp.records import format_chunk_id
 from granrag_mcp.retrieval.sections import SECTION_CHUNKS
 from granrag_mcp.retrieval.sections import document_outline as outline_of
+from granrag_mcp.retrieval.summaries import document_summary
 from granrag_mcp.server.library.state import holder_of
 from granrag_mcp.server.schemas.arguments import MaxTokens
 from granrag_mcp.server.schemas.results import DocumentInfo, DocumentList, clip_path
-from granrag_mcp.server.schemas.structure import OutlineEntry, OutlineResult
+from granrag_mcp.server.schemas.structure import OutlineEntry, OutlineResult, Summary
 from granrag_mcp.server.tools.base import CurrentView, Tokens, read_only_tool
+from granrag_mcp.server.tools.summarizing import presented
 
 
 def register(server: MCPServer, budget: int) -> None:
@@ -65,15 +67,28 @@ def register(server: MCPServer, budget: int) -> None:
             int | None, Field(ge=1, le=20, description="Only headings this deep or less (1: top-level only).")
         ] = None,
         offset: Annotated[int, Field(ge=0, le=1_000_000, description="Sections to skip, for paging.")] = 0,
+        summary: Annotated[
+            bool,
+            Field(
+                description="Also the whole document's extractive summary (its central sentences with their "
+                "citations), within half of max_tokens."
+            ),
+        ] = False,
         max_tokens: MaxTokens = budget,
     ) -> OutlineResult:
         """A document's outline: its sections in reading order, each with its level, heading path, character
         span, pages (null where the format has none), size in tokens and chunk_id, its first paragraph-level
         chunk. Read a section with get_section(chunk_id, depth=level). Empty for a document without headings.
+        summary=true adds the document's central sentences, for "what is this document about" questions.
         """
         outline = outline_of(view, doc_id, max_depth)
         kept: list[OutlineEntry] = []
         used = 0
+        shown: Summary | None = None
+        if summary:
+            share = max_tokens // 2 if outline.sections else max_tokens
+            shown = presented(view, tokens, document_summary(view, doc_id, share, tokens.count), share)
+            used = sum(tokens.count(s.text) for s in shown.sentences)
         for s in outline.sections[offset:]:  # whole entries while they fit, the first one always
             entry = OutlineEntry(
                 number=s.number,
@@ -101,4 +116,5 @@ def register(server: MCPServer, budget: int) -> None:
             total=outline.total,
             offset=offset,
             sections=kept,
+            summary=shown,
         )

@@ -255,3 +255,27 @@ def test_evidence_chain_needs_no_concept_graph(tmp_path) -> None:
     texts = {s["chunk_id"]: s["text"] for s in chain["sentences"]}
     assert "Marie Curie studied" in texts[link["evidence"][0]]
     assert "admitted Stefan Banach" in texts[link["evidence"][-1]]
+
+
+def test_community_summaries_fill_the_budget_with_cited_sentences_of_their_concepts(server) -> None:
+    async def scenario(client: Client):
+        args = {"query": "What are the main themes?", "k": 2, "summary": True, "max_tokens": 300}
+        return (
+            await call(client, "graph_search", {"query": "What are the main themes?", "k": 2}),
+            await call(client, "graph_search", args),
+            await call(client, "graph_search", {**args, "doc_id": "garden.txt"}),
+        )
+
+    plain, summary, garden = run(server, scenario)
+    assert garden["sentences"] and {s["doc_id"] for s in garden["sentences"]} == {"garden.txt"}
+    assert [c["community"] for c in summary["communities"]] == [c["community"] for c in plain["communities"]]
+    sentences = {s["chunk_id"]: s for s in summary["sentences"]}
+    assert summary["tokens_used"] <= 300 and sentences
+    assert len(sentences) >= len(plain["sentences"])  # the budget holds more than three key sentences each
+    for community in summary["communities"]:
+        assert community["key_sentences"]
+        for chunk_id in community["key_sentences"]:
+            sentence = sentences[chunk_id]
+            assert sentence["citation"].startswith(sentence["doc_id"])
+            # each sentence names one of its community's concepts
+            assert any(_mentions(sentence["text"], name) for name in community["concepts"])
