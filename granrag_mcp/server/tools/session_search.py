@@ -33,7 +33,20 @@ class SearchOptions:
     language: str | None = None
 
 
-Options = Annotated[SearchOptions, Resolve(SearchOptions)]
+async def search_options(
+    doc_ids: list[str] | None = None,
+    doc_prefix: str | None = None,
+    max_tokens: int = 2000,
+    diversify: str = "none",
+    mmr_lambda: float = 0.5,
+    exclude_seen: bool = False,
+    language: str | None = None,
+) -> SearchOptions:
+    """The options from the tool's arguments of the same names; a coroutine, so resolving it takes no thread."""
+    return SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen, language)
+
+
+Options = Annotated[SearchOptions, Resolve(search_options)]
 """A search tool's parameter the SDK fills from the tool's own arguments of the same names, before it runs."""
 
 
