@@ -134,8 +134,17 @@ def hits_result(
     languages = view.catalog.languages([h.chunk.doc_id for h in hits]) if hits else {}
     models = [
         Hit.of(
-            h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated, h.cluster, h.folded, cited[h.chunk.id]
-        ).model_copy(update={"language": languages.get(h.chunk.doc_id)})
+            h.chunk,
+            h.score,
+            h.sources,
+            h.evidence,
+            p.text,
+            p.truncated,
+            h.cluster,
+            h.folded,
+            cited[h.chunk.id],
+            languages.get(h.chunk.doc_id),
+        )
         for h, p in zip(hits, packing.pieces)
     ]
     fields: dict[str, Any] = dict(
