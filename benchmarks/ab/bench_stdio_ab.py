@@ -185,7 +185,7 @@ def measure(
     }
     if args.core:
         callers["core"] = core_calls(args.store)
-    tools = SEARCHES + RANKED + CONTEXT
+    tools = tuple(args.tools) if args.tools else SEARCHES + RANKED + CONTEXT
     work = plan(questions, ids, tools, args.rounds, args.calls + args.warmup)
     times: dict[str, dict[str, list[float]]] = {name: {t: [] for t in tools} for name in callers}
     # CPU seconds per call, every thread of a server's process, the core's calling thread: unlike the wall time,
@@ -307,6 +307,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured calls at the start of each block")
     parser.add_argument("--cold-starts", type=int, default=5, help="fresh starts per variant (default 5)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--tools", nargs="+", choices=SEARCHES + RANKED + CONTEXT, help="only these tools (default: every one)"
+    )
     _common.result_arguments(parser, "stdio_ab")
     parser.add_argument("--smoke", action="store_true", help="a tiny store, two rounds of two calls; nothing saved")
     args = parser.parse_args()
