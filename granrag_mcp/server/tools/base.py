@@ -64,6 +64,7 @@ def taken(current: Current) -> Served:
 
 
 Taken = Annotated[Served, Resolve(taken)]
+"""What `CurrentView` and `Tokens` read: one trip to a worker thread per call, however many of them a tool takes."""
 
 
 async def current_view(current: Taken) -> View:

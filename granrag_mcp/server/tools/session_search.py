@@ -34,15 +34,16 @@ class SearchOptions:
 
 
 async def search_options(
-    doc_ids: list[str] | None = None,
-    doc_prefix: str | None = None,
-    max_tokens: int = 2000,
-    diversify: str = "none",
-    mmr_lambda: float = 0.5,
-    exclude_seen: bool = False,
-    language: str | None = None,
+    doc_ids: list[str] | None,
+    doc_prefix: str | None,
+    max_tokens: int,
+    diversify: str,
+    mmr_lambda: float,
+    exclude_seen: bool,
+    language: str | None,
 ) -> SearchOptions:
-    """The options from the tool's arguments of the same names; a coroutine, so resolving it takes no thread."""
+    """The options from the tool's arguments of the same names (each search tool takes them all, with its
+    defaults); a coroutine, so resolving it takes no thread."""
     return SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen, language)
 
 

@@ -49,5 +49,6 @@ def test_what_a_tool_reads_resolves_at_once_and_its_view_is_taken_by_the_thread_
 
 
 def test_a_search_reads_its_options_from_its_arguments_without_a_thread() -> None:
-    options = asyncio.run(search_options(doc_prefix="notes/", max_tokens=300, exclude_seen=True))
-    assert options == SearchOptions(doc_prefix="notes/", max_tokens=300, exclude_seen=True)
+    given = dict(doc_ids=None, doc_prefix="notes/", max_tokens=300, diversify="mmr", mmr_lambda=0.3)
+    options = asyncio.run(search_options(**given, exclude_seen=True, language="fr"))  # type: ignore[arg-type]
+    assert options == SearchOptions(**given, exclude_seen=True, language="fr")  # type: ignore[arg-type]
