@@ -7,7 +7,9 @@ shared machine inflates far less than wall time:
   384-dimensional vectors, 10 chunk ids each);
 - `hits`: the hit models of a search_fused result built from the core's chunks and fused lists (`Hit.of`);
 - `dump`: the structured content of a search_fused result (10 mid hits of about 1,800 characters, four fused
-  lists each, a section and pages), `model_dump(mode="json")` as the tool returns it, and its text rendering.
+  lists each, a section and pages), `model_dump(mode="json")` as the tool returns it, and its text rendering;
+- `check`: the SDK's check of that answer against the result model the tool declares (`convert_result` of the
+  SDK's metadata for a tool wrapped as the server wraps its tools), which runs on the event loop for every call.
 
 Each version runs in its own process (`--baseline PATH`: a checkout of the code to compare with, on its
 PYTHONPATH; B: this checkout), the two alternating round by round, so both see the same load.
@@ -139,7 +141,25 @@ def worker(calls: int) -> dict[str, float]:
         "hits_us": cpu_median_us(hits_of(result), calls),
         "dump_us": cpu_median_us(lambda _: result.model_dump(mode="json"), calls),
         "render_us": cpu_median_us(lambda _: render(result), calls),
+        "check_us": cpu_median_us(answer_check(result), calls),
     }
+
+
+def answer_check(result: Any) -> Callable[[int], Any]:
+    """The SDK's check of a search tool's answer, for the output the version's tool wrapper declares."""
+    from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+
+    from granrag_mcp.server.schemas.results import SessionSearchResult
+    from granrag_mcp.server.tools.presenting import presented
+
+    def search() -> Any:
+        return result
+
+    search.__annotations__["return"] = SessionSearchResult  # a local name: given as the class, not its name
+    tool = presented(search)
+    metadata = func_metadata(tool, structured_output=True)
+    answer = tool()
+    return lambda _: metadata.convert_result(answer)
 
 
 def run_variant(pythonpath: str, calls: int) -> dict[str, float]:
@@ -190,6 +210,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="two rounds of a few calls; nothing saved")
     args = parser.parse_args()
     if args.worker:
+        # the version under test before this checkout, which the line at the top put first
+        sys.path[:0] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         print(json.dumps(worker(args.calls)))
         return
     if args.smoke:

@@ -7,7 +7,9 @@ turn on A, B and the in-process core (`--core`: the same retrieval functions on 
 query embedding included), so the three see the same load. Cold starts alternate too: process spawn to
 `initialize` answered, and to the first `search_narrow` answered.
 Beside each p50, the CPU time per call (`cpu_ms_per_call`: every thread of a server's process, the calling
-thread of the core), which a loaded shared machine inflates far less than it does the wall time.
+thread of the core), which a loaded shared machine inflates far less than it does the wall time, and a server's
+main thread alone (`loop_cpu_ms_per_call`: the event loop, where the SDK dispatches, checks and serialises each
+call while the search itself runs in a worker thread).
 
     .venv/bin/python benchmarks/ab/bench_stdio_ab.py --store /tmp/squad-a-x2 --baseline /tmp/base-checkout --core
     .venv/bin/python benchmarks/ab/bench_stdio_ab.py --a-env ONEDNN_MAX_CPU_ISA=AVX2 --a-env ATEN_CPU_CAPABILITY=avx2 \
@@ -110,10 +112,12 @@ def revision(folder: str) -> str:
     return f"the checkout of {done.stdout.strip()}" if done.returncode == 0 else "the baseline checkout"
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user and system) a process has used so far: the start-up cost that the load does not inflate."""
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """CPU time (user and system) a process (or one of its threads) has used so far: the start-up cost that the
+    load does not inflate."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        stat = f"/proc/{pid}/task/{thread}/stat" if thread is not None else f"/proc/{pid}/stat"
+        fields = Path(stat).read_text().rsplit(")", 1)[1].split()
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -185,17 +189,21 @@ def measure(
     }
     if args.core:
         callers["core"] = core_calls(args.store)
-    tools = SEARCHES + RANKED + CONTEXT
+    tools = tuple(args.tools) if args.tools else SEARCHES + RANKED + CONTEXT
     work = plan(questions, ids, tools, args.rounds, args.calls + args.warmup)
     times: dict[str, dict[str, list[float]]] = {name: {t: [] for t in tools} for name in callers}
     # CPU seconds per call, every thread of a server's process, the core's calling thread: unlike the wall time,
     # it hardly grows with the load of a shared machine, so it shows what a change saves where the load hides it
     cpu: dict[str, dict[str, float]] = {name: dict.fromkeys(tools, 0.0) for name in callers}
+    # the server's main thread alone: its event loop, where the SDK dispatches, checks and serialises every call
+    # (the searches run in worker threads), the per-call layer that a change to it moves
+    loop_cpu: dict[str, dict[str, float]] = {name: dict.fromkeys(tools, 0.0) for name in clients}
     names = list(callers)
     loads = []
     for r in range(args.rounds):
         for tool in tools:
             before = {name: cpu_seconds(client.process.pid) for name, client in clients.items()}
+            before_loop = {name: cpu_seconds(c.process.pid, c.process.pid) for name, c in clients.items()}
             for i, arguments in enumerate(work[tool][r]):  # call by call, in turn, each first as often as last
                 turn = (r + i) % len(names)
                 for name in names[turn:] + names[:turn]:
@@ -207,6 +215,7 @@ def measure(
                         cpu[name][tool] += time.thread_time() - began_cpu
             for name, client in clients.items():
                 cpu[name][tool] += cpu_seconds(client.process.pid) - before[name]
+                loop_cpu[name][tool] += cpu_seconds(client.process.pid, client.process.pid) - before_loop[name]
         loads.append(_common.load_average()[0])
     for client in clients.values():
         client.close()
@@ -215,6 +224,8 @@ def measure(
         for tool, seconds in per.items():
             calls = sum(len(chunk) for chunk in work[tool])
             latency[name][tool]["cpu_ms_per_call"] = round(seconds / calls * 1000, 3)
+            if name in loop_cpu:
+                latency[name][tool]["loop_cpu_ms_per_call"] = round(loop_cpu[name][tool] / calls * 1000, 3)
     gap: dict[str, Any] = {}
     if args.core:
         for name in clients:
@@ -307,6 +318,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured calls at the start of each block")
     parser.add_argument("--cold-starts", type=int, default=5, help="fresh starts per variant (default 5)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--tools", nargs="+", choices=SEARCHES + RANKED + CONTEXT, help="only these tools (default: every one)"
+    )
     _common.result_arguments(parser, "stdio_ab")
     parser.add_argument("--smoke", action="store_true", help="a tiny store, two rounds of two calls; nothing saved")
     args = parser.parse_args()

@@ -134,6 +134,7 @@ class Hit(_Model):
         cluster: Sequence[str] | None = None,
         folded: Sequence[str] | None = None,
         citation: Citation = UNCITED,
+        language: str | None = None,
     ) -> Hit:
         return cls(
             chunk_id=chunk.public_id,
@@ -154,6 +155,7 @@ class Hit(_Model):
             evidence=list(evidence) if evidence else None,
             cluster=None if cluster is None else list(cluster),
             folded=list(folded) if folded else None,
+            language=language,
             **citation_fields(citation),
         )
 

@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ContentBlock, ImageContent, ResourceLink, TextContent
 from mcp_types.version import is_version_at_least
-from pydantic import BaseModel
+from pydantic import BaseModel, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 from granrag_mcp.errors import GranragError
 from granrag_mcp.packing import TokenCounter, pack
@@ -47,7 +48,7 @@ def presented(fn: F) -> F:
     followed by a resource link to each hit's chunk where the client's protocol has them.
 
     The structured content is the result model as it is; only the text content differs from the SDK's JSON dump,
-    and only for results that carry document text.
+    and only for results that carry document text. The tool declares its result model as `dumped` says.
     """
 
     @functools.wraps(fn)
@@ -61,7 +62,37 @@ def presented(fn: F) -> F:
             content += chunk_links(result)
         return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
 
+    signature = inspect.signature(fn, eval_str=True)
+    if isinstance(signature.return_annotation, type) and issubclass(signature.return_annotation, BaseModel):
+        wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            return_annotation=dumped(signature.return_annotation)
+        )
     return wrapper  # type: ignore[return-value]
+
+
+@functools.cache
+def dumped(model: type[BaseModel]) -> type[BaseModel]:
+    """`model` as a tool's declared output: the same output schema, and its dump taken as it is.
+
+    The SDK validates a tool's structured content against the declared model on every call, rebuilding every hit
+    from the dump; a result model validated its fields when it was built and its dump follows its schema, so the
+    second validation finds nothing and costs the event loop more than any other step of a search's answer. The
+    client still validates what it receives against the published schema.
+    """
+
+    class Dumped(model):  # type: ignore[valid-type,misc]  # the schema hook is pydantic's public customisation
+        @classmethod
+        def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+            schema = handler.generate_schema(model)
+            return core_schema.no_info_plain_validator_function(_as_given, json_schema_input_schema=schema)
+
+    Dumped.__name__ = Dumped.__qualname__ = model.__name__
+    Dumped.__doc__ = model.__doc__
+    return Dumped
+
+
+def _as_given(value: Any) -> Any:
+    return value
 
 
 def media_content(result: BaseModel) -> list[ContentBlock]:
@@ -103,8 +134,17 @@ def hits_result(
     languages = view.catalog.languages([h.chunk.doc_id for h in hits]) if hits else {}
     models = [
         Hit.of(
-            h.chunk, h.score, h.sources, h.evidence, p.text, p.truncated, h.cluster, h.folded, cited[h.chunk.id]
-        ).model_copy(update={"language": languages.get(h.chunk.doc_id)})
+            h.chunk,
+            h.score,
+            h.sources,
+            h.evidence,
+            p.text,
+            p.truncated,
+            h.cluster,
+            h.folded,
+            cited[h.chunk.id],
+            languages.get(h.chunk.doc_id),
+        )
         for h, p in zip(hits, packing.pieces)
     ]
     fields: dict[str, Any] = dict(

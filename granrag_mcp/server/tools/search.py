@@ -29,7 +29,7 @@ from granrag_mcp.server.schemas.arguments import (
     Weights,
 )
 from granrag_mcp.server.schemas.results import RankedResult, SessionSearchResult
-from granrag_mcp.server.tools.base import Current, CurrentView, Tokens, read_only_tool
+from granrag_mcp.server.tools.base import Current, read_only_tool
 from granrag_mcp.server.tools.presenting import hits_result
 from granrag_mcp.server.tools.session_search import Options, session_search
 
@@ -162,8 +162,7 @@ def register(server: MCPServer, budget: int) -> None:
         query: Query,
         chunk_ids: ChunkIds,
         ctx: Context[Any, Any],
-        view: CurrentView,
-        tokens: Tokens,
+        current: Current,
         top_n: Annotated[int, Field(ge=1, le=100, description="How many of the best to return (1-100).")] = 5,
         method: Annotated[
             Literal["auto", "candidate-ranker", "reranker"],
@@ -180,15 +179,15 @@ def register(server: MCPServer, budget: int) -> None:
         Pass ids gathered from any searches, of any levels, to choose which to read before answering. Returns
         the best top_n, best first.
         """
+        view = current.view
         result = rerank_ids(view, query, chunk_ids, top_n, method)
-        return hits_result(view, tokens, result.hits, max_tokens, result.reranker)  # type: ignore[return-value]
+        return hits_result(view, current.tokens, result.hits, max_tokens, result.reranker)  # type: ignore[return-value]
 
     @read_only_tool(server, "Hierarchical rerank search")
     def hrr_search(
         query: Query,
         ctx: Context[Any, Any],
-        view: CurrentView,
-        tokens: Tokens,
+        current: Current,
         k: Annotated[int, Field(ge=1, le=100, description="Number of broad passages (1-100).")] = 5,
         sentence_k: Annotated[int, Field(ge=1, le=300, description="Sentences retrieved first (1-300).")] = 50,
         mid_k: Annotated[int, Field(ge=1, le=100, description="Mid chunks retrieved directly (1-100).")] = 20,
@@ -202,7 +201,7 @@ def register(server: MCPServer, budget: int) -> None:
         returns their broad passages best first, each with `evidence` (the mid chunk ids that led to it). Use it
         for questions that need a full passage but where the answer hides in one paragraph.
         """
-        view = view.filtered(DocFilter.of(doc_ids, doc_prefix, language))
+        view = current.view.filtered(DocFilter.of(doc_ids, doc_prefix, language))
         result = hrr(view, query, k, sentence_k, mid_k, rerank_n)
-        out = hits_result(view, tokens, result.hits, max_tokens, result.reranker)
+        out = hits_result(view, current.tokens, result.hits, max_tokens, result.reranker)
         return out.model_copy(update={"weights": hrr_weights(view, query=query)})  # type: ignore[return-value]

@@ -33,7 +33,21 @@ class SearchOptions:
     language: str | None = None
 
 
-Options = Annotated[SearchOptions, Resolve(SearchOptions)]
+async def search_options(
+    doc_ids: list[str] | None,
+    doc_prefix: str | None,
+    max_tokens: int,
+    diversify: str,
+    mmr_lambda: float,
+    exclude_seen: bool,
+    language: str | None,
+) -> SearchOptions:
+    """The options from the tool's arguments of the same names (each search tool takes them all, with its
+    defaults); a coroutine, so resolving it takes no thread."""
+    return SearchOptions(doc_ids, doc_prefix, max_tokens, diversify, mmr_lambda, exclude_seen, language)
+
+
+Options = Annotated[SearchOptions, Resolve(search_options)]
 """A search tool's parameter the SDK fills from the tool's own arguments of the same names, before it runs."""
 
 

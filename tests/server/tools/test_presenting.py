@@ -70,3 +70,16 @@ def test_hits_leave_out_what_holds_nothing_and_still_validate(server) -> None:
         assert all(value not in (None, [], {}) for value in hit.values())
     assert all(hit["sources"] and hit["parent_id"] for hit in fused["hits"] if hit["level"] != "broad")
     assert "similar_previous" not in broad and fused["similar_previous"]
+
+
+def test_a_tool_declares_its_result_model_with_the_same_schema_and_takes_its_dump_as_it_is() -> None:
+    from pydantic import TypeAdapter
+
+    from granrag_mcp.server.schemas.results import SessionSearchResult
+    from granrag_mcp.server.tools.presenting import dumped
+
+    declared = TypeAdapter(dumped(SessionSearchResult))
+    assert declared.json_schema() == TypeAdapter(SessionSearchResult).json_schema()
+    dump = SessionSearchResult(generation=3, tokens_used=0, omitted=0, hits=[]).model_dump(mode="json")
+    assert declared.validate_python(dump) is dump  # the SDK's check of every answer: the dump, not rebuilt
+    assert dumped(SessionSearchResult) is dumped(SessionSearchResult)
