@@ -83,7 +83,9 @@ Tokens = Annotated[TokenCounter, Resolve(token_counter)]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def read_only_tool(server: MCPServer, title: str) -> Callable[[F], F]:
+def read_only_tool(server: MCPServer, title: str, meta: dict[str, Any] | None = None) -> Callable[[F], F]:
+    """Add a read-only tool with its title; `meta` is the tool's `_meta` (a UI resource a host may render)."""
+
     def add(fn: F) -> F:
         target = with_memory_argument(fn) if remembers(fn) else fn
         server.add_tool(
@@ -92,6 +94,7 @@ def read_only_tool(server: MCPServer, title: str) -> Callable[[F], F]:
             description=description(fn),
             annotations=READ_ONLY,
             structured_output=True,
+            meta=meta,
         )
         return fn
 

@@ -13,9 +13,8 @@ from granrag_mcp.retrieval.citations import citation_line, cite_chunks
 from granrag_mcp.retrieval.page_evidence import page_evidence
 from granrag_mcp.server.schemas.arguments import ChunkId
 from granrag_mcp.server.schemas.evidence import PageBoxModel, PageImageResult, ShownPage
-from granrag_mcp.server.tools.base import READ_ONLY, CurrentView
+from granrag_mcp.server.tools.base import CurrentView, read_only_tool
 from granrag_mcp.server.tools.evidence_view import tool_meta
-from granrag_mcp.server.tools.presenting import F, description, presented, tool_errors
 
 PNG = "image/png"
 
@@ -23,19 +22,7 @@ PNG = "image/png"
 def register(server: MCPServer, budget: int) -> None:
     """Add the evidence tools (`budget`, the text budget of the other tools, does not bound images)."""
 
-    def with_view(fn: F) -> F:
-        """A read-only tool like the others, whose `_meta` links the evidence view for hosts that render it."""
-        server.add_tool(
-            presented(tool_errors(fn)),
-            title="Page image of a hit",
-            description=description(fn),
-            annotations=READ_ONLY,
-            structured_output=True,
-            meta=tool_meta(),
-        )
-        return fn
-
-    @with_view
+    @read_only_tool(server, "Page image of a hit", meta=tool_meta())
     def page_image(
         chunk_id: ChunkId,
         ctx: Context[Any, Any],
