@@ -121,22 +121,42 @@ CONFIDENT = 80.0
 mixes scripts: it is read again with every installed language."""
 
 
-def read_image(image: Any) -> list[Word]:
+TRAINEDDATA: dict[str, tuple[str, ...]] = {
+    "en": ("eng",),
+    "zh": ("chi_sim", "eng"),
+    "hi": ("hin", "eng"),
+}
+"""The Tesseract languages that read a document in each language (ISO 639-1, as `text.language` names it): its
+own, and English beside another script, since such documents quote names, numbers and terms in Latin letters."""
+
+
+def languages_for(language: str) -> tuple[str, ...] | None:
+    """The installed Tesseract languages that read a document in `language`; None where its own is not installed
+    or not known (the pages are then read by the first-language rule of `read_image`)."""
+    installed = available_languages()
+    wanted = TRAINEDDATA.get(language, ())
+    if not wanted or wanted[0] not in installed:
+        return None
+    return tuple(name for name in wanted if name in installed)
+
+
+def read_image(image: Any, languages: tuple[str, ...] | None = None) -> list[Word]:
     """The words of a PIL image, in reading order (`reading_order`), with their boxes; OcrError where the engine
-    fails. The languages follow the page: the first language alone where it reads the page confidently, else all."""
+    fails. Read in `languages` (the document's, `languages_for`) where given, else in the first language alone;
+    a page either reads unsure (another script, or mixed scripts) is read again with every installed language."""
     from PIL import ImageFilter
 
-    languages = available_languages()
-    if not languages:
+    installed = available_languages()
+    if not installed:
         raise OcrError(missing() or "OCR is not available")
     with tempfile.TemporaryDirectory(prefix="granrag-ocr-") as folder:
         source = Path(folder) / "page.png"
         # A median of 3 pixels clears the speckle of a photo or a poor scan and keeps strokes of 300 dpi type.
         image.convert("L").filter(ImageFilter.MedianFilter(3)).save(source)
-        first = (FIRST_LANGUAGE,) if FIRST_LANGUAGE in languages and len(languages) > 1 else languages
+        first = languages or ((FIRST_LANGUAGE,) if FIRST_LANGUAGE in installed and len(installed) > 1 else installed)
         words, confidence = _tesseract(source, first, image.size)
-        if first != languages and confidence < CONFIDENT:
-            words, _ = _tesseract(source, languages, image.size)
+        if set(first) != set(installed) and confidence < CONFIDENT:
+            words, _ = _tesseract(source, installed, image.size)
     return reading_order(words)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.formats.base import ExtractedText, Section, normalise_newlines
 from granrag_mcp.indexing.formats.builder import TextBuilder, one_line
+from granrag_mcp.indexing.formats.scanned_pages import ScanReader
 from granrag_mcp.pages import ocr
 
 log = logging.getLogger(__name__)
@@ -128,6 +129,7 @@ def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:
     import pypdfium2
     import pypdfium2.raw
 
+    scans = ScanReader(path, len(document))
     for number in range(len(document)):
         try:
             page = document[number]
@@ -140,22 +142,8 @@ def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:
         except pypdfium2.PdfiumError as error:  # a damaged page: the file is skipped, as a reader would fail too
             raise ExtractionError(path, f"unreadable PDF page {number + 1} ({error})") from error
         if scanned:
-            text = _read_by_ocr(path, document, number)
+            text = scans.read(document, number)
         yield reflow(normalise_newlines(text).replace("\x00", "").strip()), rules >= _MIN_RULES_FOR_A_TABLE
-
-
-def _read_by_ocr(path: Path, document: Any, number: int) -> str:
-    """The text OCR reads on a page without a text layer; "" (and a warning naming the page) where it cannot."""
-    if ocr.missing() is not None:
-        return ""
-    page = document[number]
-    try:
-        return ocr.text_of(ocr.read_image(ocr.render_for_ocr(page)))
-    except ocr.OcrError as error:
-        log.warning("%s: page %d skipped: %s", path, number + 1, error)
-        return ""
-    finally:
-        page.close()
 
 
 _PARAGRAPH_END = re.compile(r"[.!?:;\"\u201d\u2019')\]]$")
