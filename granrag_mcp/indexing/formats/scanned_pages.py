@@ -20,9 +20,9 @@ from granrag_mcp.text.language import UNDETERMINED, detect_language
 
 log = logging.getLogger(__name__)
 
-LANGUAGE_SAMPLE_CHARS = 200
+LANGUAGE_SAMPLE_CHARS = 100
 """Visible characters OCR must have read before the document's language is told from them: a heading or a page
-number says nothing of it."""
+number says nothing of it, while a hundred (a few lines of Latin letters, a short paragraph of Chinese) tell it."""
 
 
 class ScanReader:
