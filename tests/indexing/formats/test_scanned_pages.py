@@ -14,6 +14,7 @@ import pytest
 from granrag_mcp.indexing.formats import pdf
 from granrag_mcp.indexing.formats.scanned_pages import ScanReader
 from granrag_mcp.pages import ocr
+from granrag_mcp.progress import Progress, reading_pages
 from tests.pages.test_ocr import FONTS
 
 pytestmark = pytest.mark.skipif(ocr.missing() is not None, reason=ocr.missing() or "")
@@ -121,3 +122,30 @@ def test_a_scan_is_read_in_the_language_its_first_page_tells(language: str) -> N
 def test_a_document_language_without_its_data_reads_by_the_first_language_rule() -> None:
     assert ocr.languages_for("und") is None
     assert ocr.languages_for("sw") is None  # no Tesseract data named for it
+
+
+class Recording(Progress):
+    def __init__(self) -> None:
+        super().__init__(enabled=False)
+        self.seen: list[tuple[str, int, int]] = []
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        self.seen.append((stage, done, total))
+
+
+def test_an_index_run_tells_the_pages_of_a_scan_as_its_worker_reads_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.fakes import FakeEmbedder
+    from tests.helpers import fake_index
+    from tests.reliability.support import fake_settings
+
+    folder = tmp_path / "scans"
+    folder.mkdir()
+    (folder / "harbour.pdf").write_bytes(scan("en"))
+    progress = Recording()
+    summary = fake_index([folder], fake_settings(tmp_path / "store"), FakeEmbedder(), progress=progress)
+    assert (summary.added, summary.failed) == (1, [])
+    stage = reading_pages("harbour.pdf")
+    told = [done for name, done, total in progress.seen if name == stage]
+    assert told and told[-1] == 2 and told == sorted(told), progress.seen  # the last page always, in order
