@@ -11,6 +11,7 @@ import csv
 import io
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -251,6 +252,33 @@ def text_of(words: list[Word]) -> str:
         out.append(word.text)
         last = word.line
     return "".join(out)
+
+
+HEADING_SIZES: tuple[tuple[float, int], ...] = ((1.6, 1), (1.25, 2))
+"""(times the height of the page's body text, heading level): a line whose words stand this much taller than most
+of the page's words is a heading of that level, the tallest first."""
+HEADING_WORDS = 12
+"""A heading is a short line: a taller line of more words is a pull quote or a large-print paragraph."""
+
+
+def headings(words: list[Word]) -> list[tuple[int, str]]:
+    """(level, text) of each line of a page that stands taller than its body text (`HEADING_SIZES`), in reading
+    order: the sizes a scan shows where a text PDF would have bookmarks or a Word file heading styles."""
+    if not words:
+        return []
+    body = statistics.median(w.box[3] - w.box[1] for w in words)
+    lines: dict[tuple[int, int, int], list[Word]] = {}
+    for word in words:
+        lines.setdefault(word.line, []).append(word)
+    found = []
+    for line in lines.values():
+        if len(line) > HEADING_WORDS or not any(char.isalpha() for w in line for char in w.text):
+            continue
+        height = statistics.median(w.box[3] - w.box[1] for w in line)
+        level = next((level for times, level in HEADING_SIZES if body > 0 and height >= times * body), None)
+        if level is not None:
+            found.append((level, text_of(line)))
+    return found
 
 
 def render_for_ocr(page: Any) -> Any:

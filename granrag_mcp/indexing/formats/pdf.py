@@ -1,7 +1,8 @@
 """PDF: the text of each page (pypdfium2), pages separated by a blank line and their starts kept; the bookmarks
 (the outline a PDF viewer shows) as sections where their title is found on their page; with the `pdf-tables`
 extra, the tables pdfplumber finds on a page follow its text as Markdown tables. A page without a text layer (a
-scan, a photo) is read by OCR (`pages.ocr`) where Tesseract is installed."""
+scan, a photo) is read by OCR (`scanned_pages`, `pages.ocr`) where Tesseract is installed, its lines in larger
+type its headings where it has no bookmarks."""
 
 from __future__ import annotations
 
@@ -38,9 +39,10 @@ def extract(path: Path, data: bytes) -> ExtractedText:
         if "password" in str(error).lower():
             raise ExtractionError(path, "encrypted PDF that needs a password") from error
         raise ExtractionError(path, f"unreadable PDF ({error})") from error
+    scans = ScanReader(path, len(document))
     try:
-        pages = list(_page_texts(path, document))
-        bookmarks = _bookmarks(document)
+        pages = list(_page_texts(path, document, scans))
+        bookmarks = _bookmarks(document) or scans.headings  # a scan's outline: the lines in larger type
     finally:
         document.close()
     tables = _tables(data, [number for number, (_, may_hold_table) in enumerate(pages) if may_hold_table])
@@ -124,12 +126,12 @@ class _Words:
 _WORD = re.compile(r"\S+")
 
 
-def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:
-    """Each page's text, and whether it draws enough rules to hold a table."""
+def _page_texts(path: Path, document: Any, scans: ScanReader) -> Iterator[tuple[str, bool]]:
+    """Each page's text (read by `scans` where it has no text layer), and whether it draws enough rules to hold a
+    table."""
     import pypdfium2
     import pypdfium2.raw
 
-    scans = ScanReader(path, len(document))
     for number in range(len(document)):
         try:
             page = document[number]

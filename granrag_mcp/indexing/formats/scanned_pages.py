@@ -1,6 +1,7 @@
 """The pages of one PDF that have no text layer, read by OCR (`pages.ocr`) one at a time: each drawn, read and let
 go before the next, so a long scan holds one page image at a time; the run told of each page read
-(`page_progress`); a page OCR fails on skipped with a warning naming it.
+(`page_progress`); a page OCR fails on skipped with a warning naming it. The lines set in larger type are kept as
+the scan's headings, its outline where it has no bookmarks.
 
 The OCR languages follow the document: its first pages are read by the first-language rule of `ocr.read_image`
 (English, or every installed language where English reads unsure), and once they hold enough text to tell its
@@ -31,6 +32,7 @@ class ScanReader:
     def __init__(self, path: Path, pages: int) -> None:
         self.path, self.pages = path, pages
         self.languages: tuple[str, ...] | None = None  # None until told (or where they cannot be)
+        self.headings: list[tuple[int, int, str]] = []  # (page from 0, level, title): the lines set in larger type
         self._sample: list[str] = []
         self._told = False
 
@@ -40,7 +42,9 @@ class ScanReader:
             return ""
         page = document[number]
         try:
-            text = ocr.text_of(ocr.read_image(ocr.render_for_ocr(page), self.languages))
+            words = ocr.read_image(ocr.render_for_ocr(page), self.languages)
+            text = ocr.text_of(words)
+            self.headings += [(number, level, title) for level, title in ocr.headings(words)]
         except ocr.OcrError as error:
             log.warning("%s: page %d skipped: %s", self.path, number + 1, error)
             text = ""

@@ -149,3 +149,49 @@ def test_an_index_run_tells_the_pages_of_a_scan_as_its_worker_reads_them(
     stage = reading_pages("harbour.pdf")
     told = [done for name, done, total in progress.seen if name == stage]
     assert told and told[-1] == 2 and told == sorted(told), progress.seen  # the last page always, in order
+
+
+def headed() -> bytes:
+    """Two pages: a title in 22 point type, parts in 14, paragraphs in 10, as reportlab sets them."""
+    from reportlab.lib.pagesizes import A4 as A4_POINTS
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=A4_POINTS)
+    body = "The survey team walked the river bank and wrote down what they saw on the way."
+    for title, parts in [("Field Report", ["Birds", "Plants"]), (None, ["Weather"])]:
+        y = 760
+        if title:
+            sheet.setFont("Helvetica-Bold", 22)
+            sheet.drawString(72, y, title)
+            y -= 40
+        for part in parts:
+            sheet.setFont("Helvetica-Bold", 14)
+            sheet.drawString(72, y, part)
+            y -= 24
+            sheet.setFont("Helvetica", 10)
+            for _ in range(4):
+                sheet.drawString(72, y, body)
+                y -= 14
+            y -= 16
+        sheet.showPage()
+    sheet.save()
+    return buffer.getvalue()
+
+
+def test_the_lines_of_a_scan_in_larger_type_are_its_headings() -> None:
+    from tests.pages.test_ocr import scanned
+
+    extracted = pdf.extract(Path("report.pdf"), scanned(headed()))
+    found = [(section.level, section.title) for section in extracted.sections]
+    assert found == [(1, "Field Report"), (2, "Birds"), (2, "Plants"), (2, "Weather")], found
+    weather = next(s for s in extracted.sections if s.title == "Weather")
+    assert weather.start >= extracted.page_starts[1]  # found on its own page
+
+
+def test_a_scan_set_in_one_size_has_no_headings() -> None:
+    from tests.indexing.formats.test_pdf import build_pdf
+    from tests.pages.test_ocr import PAGES as TEXT_PAGES
+    from tests.pages.test_ocr import scanned
+
+    assert pdf.extract(Path("plain.pdf"), scanned(build_pdf(TEXT_PAGES))).sections == ()
