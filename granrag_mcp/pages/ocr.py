@@ -8,8 +8,10 @@ again to place a hit's characters on the words they came from: Tesseract gives t
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -46,17 +48,22 @@ class Word:
 
 
 @lru_cache(maxsize=1)
-def available_languages() -> tuple[str, ...]:
-    """The languages of LANGUAGES whose data is installed; () where Tesseract is not."""
+def installed_data() -> frozenset[str]:
+    """Every language data Tesseract lists (osd, the orientation and script detector, among them); empty where
+    Tesseract is not installed."""
     binary = shutil.which(ENGINE)
     if binary is None:
-        return ()
+        return frozenset()
     try:
         listed = subprocess.run([binary, "--list-langs"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return ()
-    installed = {line.strip() for line in listed.splitlines()[1:]}
-    return tuple(language for language in LANGUAGES if language in installed)
+        return frozenset()
+    return frozenset(line.strip() for line in listed.splitlines()[1:])
+
+
+def available_languages() -> tuple[str, ...]:
+    """The languages of LANGUAGES whose data is installed; () where Tesseract is not."""
+    return tuple(language for language in LANGUAGES if language in installed_data())
 
 
 def missing() -> str | None:
@@ -144,7 +151,9 @@ def languages_for(language: str) -> tuple[str, ...] | None:
 def read_image(image: Any, languages: tuple[str, ...] | None = None) -> list[Word]:
     """The words of a PIL image, in reading order (`reading_order`), with their boxes; OcrError where the engine
     fails. Read in `languages` (the document's, `languages_for`) where given, else in the first language alone;
-    a page either reads unsure (another script, or mixed scripts) is read again with every installed language."""
+    a page either reads unsure (another script, or mixed scripts) is read again with every installed language. A
+    page that still reads unsure and that the orientation detector finds turned (scanned sideways or upside down)
+    is read upright, its boxes turned back onto the page as it is."""
     from PIL import ImageFilter
 
     installed = available_languages()
@@ -153,12 +162,70 @@ def read_image(image: Any, languages: tuple[str, ...] | None = None) -> list[Wor
     with tempfile.TemporaryDirectory(prefix="granrag-ocr-") as folder:
         source = Path(folder) / "page.png"
         # A median of 3 pixels clears the speckle of a photo or a poor scan and keeps strokes of 300 dpi type.
-        image.convert("L").filter(ImageFilter.MedianFilter(3)).save(source)
-        first = languages or ((FIRST_LANGUAGE,) if FIRST_LANGUAGE in installed and len(installed) > 1 else installed)
-        words, confidence = _tesseract(source, first, image.size)
-        if set(first) != set(installed) and confidence < CONFIDENT:
-            words, _ = _tesseract(source, installed, image.size)
+        grey = image.convert("L").filter(ImageFilter.MedianFilter(3))
+        grey.save(source)
+        words, confidence = _read(source, languages, installed, grey.size)
+        turn = _orientation(source) if confidence < CONFIDENT else 0
+        if turn:
+            upright = grey.rotate(-turn, expand=True, fillcolor=255)  # Tesseract's turn is clockwise, PIL's not
+            upright.save(source)
+            turned, turned_confidence = _read(source, languages, installed, upright.size)
+            if turned_confidence > confidence:
+                return [dataclasses.replace(w, box=turned_back(w.box, turn)) for w in reading_order(turned)]
     return reading_order(words)
+
+
+def _read(
+    source: Path, languages: tuple[str, ...] | None, installed: tuple[str, ...], size: tuple[int, int]
+) -> tuple[list[Word], float]:
+    first = languages or ((FIRST_LANGUAGE,) if FIRST_LANGUAGE in installed and len(installed) > 1 else installed)
+    words, confidence = _tesseract(source, first, size)
+    if set(first) != set(installed) and confidence < CONFIDENT:
+        words, confidence = _tesseract(source, installed, size)
+    return words, confidence
+
+
+ORIENTATION_DATA = "osd"
+MIN_ORIENTATION_CONFIDENCE = 2.0
+"""Tesseract's orientation confidence below which a page is left as it is: a picture or a page of a few words
+gives a guess, not a reading."""
+_ROTATE = re.compile(r"^Rotate: (\d+)$", re.MULTILINE)
+_ORIENTATION_CONFIDENCE = re.compile(r"^Orientation confidence: ([\d.]+)$", re.MULTILINE)
+
+
+def _orientation(source: Path) -> int:
+    """Degrees clockwise that turn the page upright (0, 90, 180 or 270), as Tesseract's detector finds them; 0
+    where it is not installed, fails or is unsure."""
+    if ORIENTATION_DATA not in installed_data():
+        return 0
+    try:
+        done = subprocess.run(
+            [shutil.which(ENGINE) or ENGINE, str(source), "stdout", "--psm", "0", "-l", ORIENTATION_DATA],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env={**os.environ, "OMP_THREAD_LIMIT": OMP_THREADS},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    turn, sure = _ROTATE.search(done.stdout), _ORIENTATION_CONFIDENCE.search(done.stdout)
+    if done.returncode != 0 or turn is None or sure is None or float(sure.group(1)) < MIN_ORIENTATION_CONFIDENCE:
+        return 0
+    return int(turn.group(1)) % 360
+
+
+def turned_back(box: tuple[float, float, float, float], turn: int) -> tuple[float, float, float, float]:
+    """A box on the page turned `turn` degrees clockwise, placed on the page as it was (fractions of its size)."""
+    x0, y0, x1, y1 = box
+    corners = [(x0, y0), (x1, y1)]
+    if turn == 90:
+        corners = [(v, 1 - u) for u, v in corners]
+    elif turn == 180:
+        corners = [(1 - u, 1 - v) for u, v in corners]
+    elif turn == 270:
+        corners = [(1 - v, u) for u, v in corners]
+    xs, ys = [x for x, _ in corners], [y for _, y in corners]
+    return (min(xs), min(ys), max(xs), max(ys))
 
 
 def _tesseract(source: Path, languages: tuple[str, ...], size: tuple[int, int]) -> tuple[list[Word], float]:

@@ -226,3 +226,31 @@ def test_an_invisible_layer_of_garbage_is_read_again_and_a_good_one_kept() -> No
     assert (
         pdf.extract(Path("kept.pdf"), earlier).text == "An earlier OCR layer that reads well enough to keep as it is."
     )
+
+
+@pytest.mark.skipif(
+    "osd" not in ocr.installed_data(), reason="Tesseract's osd data is not installed: apt-get install tesseract-ocr-osd"
+)
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_a_page_scanned_turned_is_read_upright_and_its_boxes_stay_on_the_page_as_it_is(turn: int) -> None:
+    document = pypdfium2.PdfDocument(build_pdf(PAGES))
+    try:
+        page = document[0].render(scale=SCAN_DPI / 72).to_pil().convert("L")
+    finally:
+        document.close()
+    upright = next(w for w in ocr.read_image(page) if w.text == "Hale")
+    turned = page.rotate(-turn, expand=True, fillcolor=255)  # the scan as it came: `turn` degrees clockwise off
+    words = ocr.read_image(turned)
+    assert "Margaret Hale" in ocr.text_of(words)
+    # Where "Hale" stands on the turned page: its upright box turned the other way, as the scanner turned it.
+    expected = ocr.turned_back(upright.box, (360 - turn) % 360)
+    found = next(w for w in words if w.text == "Hale").box
+    assert all(abs(a - b) < 0.02 for a, b in zip(found, expected)), (found, expected)
+
+
+def test_a_box_turned_back_by_each_quarter() -> None:
+    box = (0.1, 0.2, 0.3, 0.25)
+    assert ocr.turned_back(box, 0) == box
+    assert ocr.turned_back(box, 180) == pytest.approx((0.7, 0.75, 0.9, 0.8))
+    assert ocr.turned_back(box, 90) == pytest.approx((0.2, 0.7, 0.25, 0.9))
+    assert ocr.turned_back(ocr.turned_back(box, 90), 270) == pytest.approx(box)
