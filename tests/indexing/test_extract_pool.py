@@ -19,10 +19,11 @@ from granrag_mcp.indexing.formats.base import ExtractedText
 from granrag_mcp.indexing.formats.page_progress import page_read
 from granrag_mcp.settings import LimitSettings
 
-PAGES = 5
-PAGE_SECONDS = 0.4
-TIMEOUT = 1.2
-"""Longer than a page, shorter than the document (`PAGES` x `PAGE_SECONDS` = 2 s)."""
+PAGES = 10
+PAGE_SECONDS = 0.3
+TIMEOUT = 2.0
+"""Well over the time between two reports of pages (two pages at most, 0.6 s, on a loaded machine too), well
+under the document's (`PAGES` x `PAGE_SECONDS` = 3 s)."""
 
 log = logging.getLogger("granrag_mcp.tests.pages")
 
