@@ -12,6 +12,11 @@ EXTRACTING = "extracting documents"
 """The stage of reading and chunking the changed documents, counted in files."""
 
 
+def reading_pages(name: str) -> str:
+    """The stage of reading one long document page by page (a scan read by OCR), counted in its pages."""
+    return f"reading the pages of {name}"
+
+
 def embedding(level: str) -> str:
     """The stage of embedding one level's chunks, counted in chunks (the finest level's are its sentences)."""
     return "embedding sentences" if level == FINEST else f"embedding {level} chunks"

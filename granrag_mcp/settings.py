@@ -332,8 +332,8 @@ class LimitSettings(BaseModel):
         gt=0,
         le=86400,
         allow_inf_nan=False,
-        description="Seconds one document's extraction may take in its worker process; then the worker is killed and "
-        "the file skipped.",
+        description="Seconds one document's extraction may take in its worker process (a scan read by OCR: since its "
+        "last page read); then the worker is killed and the file skipped.",
     )
     extract_memory_bytes: int = Field(
         2 * 1024 * 1024 * 1024,

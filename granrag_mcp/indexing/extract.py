@@ -12,6 +12,7 @@ from granrag_mcp.indexing.discovery import SourceFile, read_file
 from granrag_mcp.indexing.formats import EXTRACTORS
 from granrag_mcp.indexing.formats.base import ExtractedText, Extractor
 from granrag_mcp.indexing.formats.limits import reading_limits
+from granrag_mcp.indexing.formats.page_progress import PageListener, listening
 from granrag_mcp.settings import LimitSettings
 
 __all__ = ["ExtractedText", "extract_text"]
@@ -21,14 +22,18 @@ MAX_TITLE_CHARS = 300
 
 
 def extract_text(
-    source: SourceFile, limits: LimitSettings | None = None, extractor: Extractor | None = None
+    source: SourceFile,
+    limits: LimitSettings | None = None,
+    extractor: Extractor | None = None,
+    pages: PageListener | None = None,
 ) -> ExtractedText:
     """The document's text, or ExtractionError when it must be skipped.
 
     The file is read once, here, and its `content_hash` is of those very bytes: a file rewritten during the run is
     stored with the hash of the text that was indexed, so the next run sees the change. `limits`: what the
     document may unpack to, and its outline hold (None: the defaults). `extractor`: the reader the run's process
-    registered for the suffix (None: this process's registry).
+    registered for the suffix (None: this process's registry). `pages`: told the pages read so far, where the
+    reader reads page by page (`formats.page_progress`).
     """
     limits = limits or LimitSettings()
     data = read_file(source.path, source.roots, source.max_bytes)
@@ -36,7 +41,7 @@ def extract_text(
     if extractor is None:
         raise ExtractionError(source.path, f"unsupported file type {source.suffix!r}")
     try:
-        with reading_limits(limits):
+        with reading_limits(limits), listening(pages):
             extracted = extractor(source.path, data)
     except ExtractionError:
         raise

@@ -4,8 +4,10 @@ hostile file is killed and the file skipped, while the run, and the server it ru
 Every index run (the CLI, `index_paths`, the library sync) reads its documents through one `ExtractionPool`: the
 serving process never parses a user's file itself. Workers are started on the first document and reused for the
 next ones; each holds at most `GRANRAG_EXTRACT_MEMORY_BYTES` of address space (RLIMIT_AS, set in the worker before
-it reads anything) and gets `GRANRAG_EXTRACT_TIMEOUT` seconds a document. Results come back in the order asked
-for, with up to `GRANRAG_EXTRACT_WORKERS` documents read ahead.
+it reads anything) and gets `GRANRAG_EXTRACT_TIMEOUT` seconds a document; a reader that tells its pages as it
+reads them (a scanned PDF read by OCR, `formats.page_progress`) gets that long from its last page instead, so a
+long scan is read while a page that hangs still stops it. Results come back in the order asked for, with up to
+`GRANRAG_EXTRACT_WORKERS` documents read ahead.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ START_TIMEOUT = 120.0
 """Seconds a new worker may take to import the readers before its first document: not a document's time."""
 STOP_WAIT = 2.0
 """Seconds a worker asked to stop at the end of a run gets before it is killed."""
+PAGE_REPORT_STEP = 0.5
+"""Seconds at least between two reports of pages read that a worker sends: the run needs a sign of life, not every
+page of a long document."""
 _PR_SET_PDEATHSIG = 1  # prctl(2)
 _CONTEXT = multiprocessing.get_context("spawn")  # a fork of a server with threads could inherit a held lock
 
@@ -92,6 +97,7 @@ def _work(connection: Connection, memory_bytes: int, parent: int) -> None:
     from granrag_mcp.indexing.extract import extract_text  # imported under the limit: the readers count too
 
     connection.send(("ready", None))
+    _forward_warnings(connection)
     while True:
         try:
             job = connection.recv()
@@ -101,12 +107,50 @@ def _work(connection: Connection, memory_bytes: int, parent: int) -> None:
             return
         source, limits, extractor = job
         try:
-            connection.send(("ok", extract_text(source, limits, extractor)))
+            connection.send(("ok", extract_text(source, limits, extractor, _PageReports(connection))))
         except ExtractionError as error:
             connection.send(("error", error.reason))
         except MemoryError:
             connection.send(("memory", None))
             return  # a worker that ran out may hold half-built state: the pool starts a fresh one
+
+
+class _Forward(logging.Handler):
+    """The warnings a reader logs in its worker (a page OCR skipped), sent to the run to be logged there, in its log
+    and its format, beside the other warnings of the run."""
+
+    def __init__(self, connection: Connection) -> None:
+        super().__init__(logging.WARNING)
+        self.connection = connection
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.connection.send(("log", (record.name, record.levelno, record.getMessage())))
+        except (OSError, ValueError, pickle.PicklingError):  # the run is gone: nobody to tell
+            pass
+
+
+def _forward_warnings(connection: Connection) -> None:
+    package = logging.getLogger("granrag_mcp")
+    package.addHandler(_Forward(connection))
+    package.setLevel(logging.WARNING)
+    package.propagate = False  # the worker's own stderr would print it a second time
+
+
+class _PageReports:
+    """A worker's listener of pages read: ("page", (done, total)) to the run, at most every `PAGE_REPORT_STEP`
+    seconds and always for the last page."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < PAGE_REPORT_STEP:
+            return
+        self.last = now
+        self.connection.send(("page", (done, total)))
 
 
 @dataclass
@@ -124,14 +168,19 @@ class _Worker:
 
 @dataclass
 class _Waiting:
-    """The caller's `waiting`, bound to the document waited for."""
+    """The caller's `waiting` and `pages`, bound to the document waited for."""
 
     waiting: Callable[[int], None] | None
     number: int
+    pages: Callable[[int, int, int], None] | None = None
 
     def __call__(self) -> None:
         if self.waiting is not None:
             self.waiting(self.number)
+
+    def page(self, done: int, total: int) -> None:
+        if self.pages is not None:
+            self.pages(self.number, done, total)
 
 
 @dataclass
@@ -177,11 +226,15 @@ class ExtractionPool:
             worker.kill()
 
     def extract(
-        self, sources: Sequence[SourceFile], waiting: Callable[[int], None] | None = None
+        self,
+        sources: Sequence[SourceFile],
+        waiting: Callable[[int], None] | None = None,
+        pages: Callable[[int, int, int], None] | None = None,
     ) -> Iterator[ExtractedText | ExtractionError]:
         """Each source's text, or the ExtractionError that skips it, in order. `waiting(n)` is called about every
         `WAIT_STEP` seconds while the n-th (from 0) is still being read: a run's progress, which may raise to stop
-        the run (the pool's context then kills its workers)."""
+        the run (the pool's context then kills its workers). `pages(n, done, total)`: the pages of the n-th read so
+        far, where its reader tells them."""
         pending: deque[_Job] = deque()
         ahead = iter(enumerate(sources))
         for number in range(len(sources)):
@@ -189,8 +242,8 @@ class ExtractionPool:
                 following = next(ahead, None)
                 if following is None:
                     break
-                pending.append(self._send(following[1], _Waiting(waiting, following[0])))
-            yield self._receive(pending.popleft(), _Waiting(waiting, number))
+                pending.append(self._send(following[1], _Waiting(waiting, following[0], pages)))
+            yield self._receive(pending.popleft(), _Waiting(waiting, number, pages))
 
     # -- one document --
 
@@ -210,24 +263,34 @@ class ExtractionPool:
             worker.connection.send(job)
         return _Job(source, worker, time.monotonic())
 
-    def _receive(self, job: _Job, waiting: Callable[[], None]) -> ExtractedText | ExtractionError:
+    def _receive(self, job: _Job, waiting: _Waiting) -> ExtractedText | ExtractionError:
         worker, path = job.worker, job.source.path
-        deadline = job.sent + self.limits.extract_timeout
-        while not worker.connection.poll(WAIT_STEP):
-            if not worker.process.is_alive() and not worker.connection.poll(0):
+        deadline, paged = job.sent + self.limits.extract_timeout, False
+        while True:
+            while not worker.connection.poll(WAIT_STEP):
+                if not worker.process.is_alive() and not worker.connection.poll(0):
+                    return self._lost(worker, job)
+                if time.monotonic() > deadline:
+                    self._retire(worker)
+                    return ExtractionError(
+                        path,
+                        f"its extraction took over GRANRAG_EXTRACT_TIMEOUT ({self.limits.extract_timeout:g} s"
+                        f"{' since its last page' if paged else ''}); "
+                        "the reader was stopped; raise it to index this file",
+                    )
+                waiting()
+            try:
+                kind, value = worker.connection.recv()
+            except (EOFError, OSError):
                 return self._lost(worker, job)
-            if time.monotonic() > deadline:
-                self._retire(worker)
-                return ExtractionError(
-                    path,
-                    f"its extraction took over GRANRAG_EXTRACT_TIMEOUT ({self.limits.extract_timeout:g} s); the "
-                    "reader was stopped; raise it to index this file",
-                )
-            waiting()
-        try:
-            kind, value = worker.connection.recv()
-        except (EOFError, OSError):
-            return self._lost(worker, job)
+            if kind == "log":
+                name, level, message = value
+                logging.getLogger(name).log(level, "%s", message)
+            elif kind == "page":
+                deadline, paged = time.monotonic() + self.limits.extract_timeout, True  # the reader is not stuck
+                waiting.page(*value)
+            else:
+                break
         if kind == "memory":
             self._retire(worker)
             return self._over_memory(job)

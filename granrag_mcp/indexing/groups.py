@@ -21,7 +21,7 @@ from granrag_mcp.indexing.parallel import ParallelStages, PreparedDocument
 from granrag_mcp.indexing.sentences import check_sentence_cap
 from granrag_mcp.indexing.structure import outline_of
 from granrag_mcp.indexing.summary import IndexSummary, Stopwatch
-from granrag_mcp.progress import EXTRACTING, Progress
+from granrag_mcp.progress import EXTRACTING, Progress, reading_pages
 from granrag_mcp.settings import Settings
 from granrag_mcp.tokens import Tokenizer
 
@@ -93,13 +93,18 @@ class GroupReader:
                         outcomes = self.parallel.run(piece, self.progress)
                     read: Iterator[ExtractedText | ExtractionError] | None = None
                 else:  # read in the pool's workers, a few ahead of the chunking here
-                    read = pool.extract([source for source, _ in piece], self._waiting(number, len(changed)))
+                    sources = [source for source, _ in piece]
+                    read = pool.extract(sources, self._waiting(number, len(changed)), self._pages(sources))
                 yield from self._read(piece, outcomes, read, known, len(changed), number)
                 number += len(piece)
 
     def _waiting(self, before: int, total: int) -> Callable[[int], None]:
         """Progress while a worker reads the n-th document of a slice (from 0): a cancelled run stops there."""
         return lambda n: self.progress.update(EXTRACTING, before + n + 1, total)
+
+    def _pages(self, sources: Sequence[SourceFile]) -> Callable[[int, int, int], None]:
+        """Progress through the pages of the n-th document of a slice, where its reader tells them (a scan)."""
+        return lambda n, done, total: self.progress.update(reading_pages(sources[n].path.name), done, total)
 
     def _read(
         self,

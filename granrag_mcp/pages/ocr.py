@@ -8,9 +8,12 @@ again to place a hit's characters on the words they came from: Tesseract gives t
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
+import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -45,17 +48,22 @@ class Word:
 
 
 @lru_cache(maxsize=1)
-def available_languages() -> tuple[str, ...]:
-    """The languages of LANGUAGES whose data is installed; () where Tesseract is not."""
+def installed_data() -> frozenset[str]:
+    """Every language data Tesseract lists (osd, the orientation and script detector, among them); empty where
+    Tesseract is not installed."""
     binary = shutil.which(ENGINE)
     if binary is None:
-        return ()
+        return frozenset()
     try:
         listed = subprocess.run([binary, "--list-langs"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return ()
-    installed = {line.strip() for line in listed.splitlines()[1:]}
-    return tuple(language for language in LANGUAGES if language in installed)
+        return frozenset()
+    return frozenset(line.strip() for line in listed.splitlines()[1:])
+
+
+def available_languages() -> tuple[str, ...]:
+    """The languages of LANGUAGES whose data is installed; () where Tesseract is not."""
+    return tuple(language for language in LANGUAGES if language in installed_data())
 
 
 def missing() -> str | None:
@@ -121,23 +129,103 @@ CONFIDENT = 80.0
 mixes scripts: it is read again with every installed language."""
 
 
-def read_image(image: Any) -> list[Word]:
+TRAINEDDATA: dict[str, tuple[str, ...]] = {
+    "en": ("eng",),
+    "zh": ("chi_sim", "eng"),
+    "hi": ("hin", "eng"),
+}
+"""The Tesseract languages that read a document in each language (ISO 639-1, as `text.language` names it): its
+own, and English beside another script, since such documents quote names, numbers and terms in Latin letters."""
+
+
+def languages_for(language: str) -> tuple[str, ...] | None:
+    """The installed Tesseract languages that read a document in `language`; None where its own is not installed
+    or not known (the pages are then read by the first-language rule of `read_image`)."""
+    installed = available_languages()
+    wanted = TRAINEDDATA.get(language, ())
+    if not wanted or wanted[0] not in installed:
+        return None
+    return tuple(name for name in wanted if name in installed)
+
+
+def read_image(image: Any, languages: tuple[str, ...] | None = None) -> list[Word]:
     """The words of a PIL image, in reading order (`reading_order`), with their boxes; OcrError where the engine
-    fails. The languages follow the page: the first language alone where it reads the page confidently, else all."""
+    fails. Read in `languages` (the document's, `languages_for`) where given, else in the first language alone;
+    a page either reads unsure (another script, or mixed scripts) is read again with every installed language. A
+    page that still reads unsure and that the orientation detector finds turned (scanned sideways or upside down)
+    is read upright, its boxes turned back onto the page as it is."""
     from PIL import ImageFilter
 
-    languages = available_languages()
-    if not languages:
+    installed = available_languages()
+    if not installed:
         raise OcrError(missing() or "OCR is not available")
     with tempfile.TemporaryDirectory(prefix="granrag-ocr-") as folder:
         source = Path(folder) / "page.png"
         # A median of 3 pixels clears the speckle of a photo or a poor scan and keeps strokes of 300 dpi type.
-        image.convert("L").filter(ImageFilter.MedianFilter(3)).save(source)
-        first = (FIRST_LANGUAGE,) if FIRST_LANGUAGE in languages and len(languages) > 1 else languages
-        words, confidence = _tesseract(source, first, image.size)
-        if first != languages and confidence < CONFIDENT:
-            words, _ = _tesseract(source, languages, image.size)
+        grey = image.convert("L").filter(ImageFilter.MedianFilter(3))
+        grey.save(source)
+        words, confidence = _read(source, languages, installed, grey.size)
+        turn = _orientation(source) if confidence < CONFIDENT else 0
+        if turn:
+            upright = grey.rotate(-turn, expand=True, fillcolor=255)  # Tesseract's turn is clockwise, PIL's not
+            upright.save(source)
+            turned, turned_confidence = _read(source, languages, installed, upright.size)
+            if turned_confidence > confidence:
+                return [dataclasses.replace(w, box=turned_back(w.box, turn)) for w in reading_order(turned)]
     return reading_order(words)
+
+
+def _read(
+    source: Path, languages: tuple[str, ...] | None, installed: tuple[str, ...], size: tuple[int, int]
+) -> tuple[list[Word], float]:
+    first = languages or ((FIRST_LANGUAGE,) if FIRST_LANGUAGE in installed and len(installed) > 1 else installed)
+    words, confidence = _tesseract(source, first, size)
+    if set(first) != set(installed) and confidence < CONFIDENT:
+        words, confidence = _tesseract(source, installed, size)
+    return words, confidence
+
+
+ORIENTATION_DATA = "osd"
+MIN_ORIENTATION_CONFIDENCE = 2.0
+"""Tesseract's orientation confidence below which a page is left as it is: a picture or a page of a few words
+gives a guess, not a reading."""
+_ROTATE = re.compile(r"^Rotate: (\d+)$", re.MULTILINE)
+_ORIENTATION_CONFIDENCE = re.compile(r"^Orientation confidence: ([\d.]+)$", re.MULTILINE)
+
+
+def _orientation(source: Path) -> int:
+    """Degrees clockwise that turn the page upright (0, 90, 180 or 270), as Tesseract's detector finds them; 0
+    where it is not installed, fails or is unsure."""
+    if ORIENTATION_DATA not in installed_data():
+        return 0
+    try:
+        done = subprocess.run(
+            [shutil.which(ENGINE) or ENGINE, str(source), "stdout", "--psm", "0", "-l", ORIENTATION_DATA],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env={**os.environ, "OMP_THREAD_LIMIT": OMP_THREADS},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    turn, sure = _ROTATE.search(done.stdout), _ORIENTATION_CONFIDENCE.search(done.stdout)
+    if done.returncode != 0 or turn is None or sure is None or float(sure.group(1)) < MIN_ORIENTATION_CONFIDENCE:
+        return 0
+    return int(turn.group(1)) % 360
+
+
+def turned_back(box: tuple[float, float, float, float], turn: int) -> tuple[float, float, float, float]:
+    """A box on the page turned `turn` degrees clockwise, placed on the page as it was (fractions of its size)."""
+    x0, y0, x1, y1 = box
+    corners = [(x0, y0), (x1, y1)]
+    if turn == 90:
+        corners = [(v, 1 - u) for u, v in corners]
+    elif turn == 180:
+        corners = [(1 - u, 1 - v) for u, v in corners]
+    elif turn == 270:
+        corners = [(1 - v, u) for u, v in corners]
+    xs, ys = [x for x, _ in corners], [y for _, y in corners]
+    return (min(xs), min(ys), max(xs), max(ys))
 
 
 def _tesseract(source: Path, languages: tuple[str, ...], size: tuple[int, int]) -> tuple[list[Word], float]:
@@ -231,6 +319,33 @@ def text_of(words: list[Word]) -> str:
         out.append(word.text)
         last = word.line
     return "".join(out)
+
+
+HEADING_SIZES: tuple[tuple[float, int], ...] = ((1.6, 1), (1.25, 2))
+"""(times the height of the page's body text, heading level): a line whose words stand this much taller than most
+of the page's words is a heading of that level, the tallest first."""
+HEADING_WORDS = 12
+"""A heading is a short line: a taller line of more words is a pull quote or a large-print paragraph."""
+
+
+def headings(words: list[Word]) -> list[tuple[int, str]]:
+    """(level, text) of each line of a page that stands taller than its body text (`HEADING_SIZES`), in reading
+    order: the sizes a scan shows where a text PDF would have bookmarks or a Word file heading styles."""
+    if not words:
+        return []
+    body = statistics.median(w.box[3] - w.box[1] for w in words)
+    lines: dict[tuple[int, int, int], list[Word]] = {}
+    for word in words:
+        lines.setdefault(word.line, []).append(word)
+    found = []
+    for line in lines.values():
+        if len(line) > HEADING_WORDS or not any(char.isalpha() for w in line for char in w.text):
+            continue
+        height = statistics.median(w.box[3] - w.box[1] for w in line)
+        level = next((level for times, level in HEADING_SIZES if body > 0 and height >= times * body), None)
+        if level is not None:
+            found.append((level, text_of(line)))
+    return found
 
 
 def render_for_ocr(page: Any) -> Any:

@@ -144,6 +144,37 @@ def test_a_two_column_page_is_read_column_by_column() -> None:
     assert text.index("Column A line 12") < text.index("Column B line 1 ")
 
 
+def banded() -> bytes:
+    """A title across the page, two columns under it, then a paragraph across the page and two more columns."""
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=A4)
+    sheet.setFont("Helvetica-Bold", 16)
+    sheet.drawString(60, 790, "A title that runs across the whole width of the page above both columns")
+    sheet.setFont("Helvetica", 11)
+    for band, top in enumerate((750, 420)):
+        for column, x in enumerate((60, 320)):
+            for line in range(8):
+                sheet.drawString(x, top - 16 * line, f"Band {band + 1} column {'AB'[column]} line {line + 1} here.")
+    sheet.drawString(60, 560, "A paragraph set across the whole width of the page between the two bands of columns.")
+    sheet.showPage()
+    sheet.save()
+    return buffer.getvalue()
+
+
+def test_a_page_of_bands_of_columns_is_read_band_by_band() -> None:
+    text = " ".join(pdf.extract(Path("bands.pdf"), scanned(banded())).text.split())
+    order = [
+        "A title that runs",
+        "Band 1 column A line 8",
+        "Band 1 column B line 1 ",
+        "Band 1 column B line 8",
+        "A paragraph set across",
+        "Band 2 column A line 1 ",
+        "Band 2 column B line 8",
+    ]
+    assert [text.index(part) for part in order] == sorted(text.index(part) for part in order), text
+
+
 def test_a_photographed_page_skewed_and_noisy_is_read() -> None:
     import random
 
@@ -163,6 +194,7 @@ def test_a_photographed_page_skewed_and_noisy_is_read() -> None:
     noisy.convert("RGB").save(buffer, "PDF", resolution=200)
     text = " ".join(pdf.extract(Path("photo.pdf"), buffer.getvalue()).text.split())
     assert "Margaret Hale" in text and "flood" in text, text
+    assert text.index("flood") < text.index("roads were slow"), text  # its lines in order, despite the skew
 
 
 def with_invisible_layer(scan: bytes, text: str) -> bytes:
@@ -194,3 +226,31 @@ def test_an_invisible_layer_of_garbage_is_read_again_and_a_good_one_kept() -> No
     assert (
         pdf.extract(Path("kept.pdf"), earlier).text == "An earlier OCR layer that reads well enough to keep as it is."
     )
+
+
+@pytest.mark.skipif(
+    "osd" not in ocr.installed_data(), reason="Tesseract's osd data is not installed: apt-get install tesseract-ocr-osd"
+)
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_a_page_scanned_turned_is_read_upright_and_its_boxes_stay_on_the_page_as_it_is(turn: int) -> None:
+    document = pypdfium2.PdfDocument(build_pdf(PAGES))
+    try:
+        page = document[0].render(scale=SCAN_DPI / 72).to_pil().convert("L")
+    finally:
+        document.close()
+    upright = next(w for w in ocr.read_image(page) if w.text == "Hale")
+    turned = page.rotate(-turn, expand=True, fillcolor=255)  # the scan as it came: `turn` degrees clockwise off
+    words = ocr.read_image(turned)
+    assert "Margaret Hale" in ocr.text_of(words)
+    # Where "Hale" stands on the turned page: its upright box turned the other way, as the scanner turned it.
+    expected = ocr.turned_back(upright.box, (360 - turn) % 360)
+    found = next(w for w in words if w.text == "Hale").box
+    assert all(abs(a - b) < 0.02 for a, b in zip(found, expected)), (found, expected)
+
+
+def test_a_box_turned_back_by_each_quarter() -> None:
+    box = (0.1, 0.2, 0.3, 0.25)
+    assert ocr.turned_back(box, 0) == box
+    assert ocr.turned_back(box, 180) == pytest.approx((0.7, 0.75, 0.9, 0.8))
+    assert ocr.turned_back(box, 90) == pytest.approx((0.2, 0.7, 0.25, 0.9))
+    assert ocr.turned_back(ocr.turned_back(box, 90), 270) == pytest.approx(box)

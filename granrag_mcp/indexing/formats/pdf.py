@@ -2,7 +2,8 @@
 (the outline a PDF viewer shows) as sections where their title is found on their page; with the `pdf-tables`
 extra, the tables pdfplumber finds (`pdf_tables`) follow the text of the page they start on, in the table form the
 formats share, and a table's rows run on from the page before lead that page's text. A page without a text layer (a
-scan, a photo) is read by OCR (`pages.ocr`) where Tesseract is installed."""
+scan, a photo) is read by OCR (`scanned_pages`, `pages.ocr`) where Tesseract is installed, its lines in larger type
+its headings where it has no bookmarks."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.formats.base import ExtractedText, Section, normalise_newlines
 from granrag_mcp.indexing.formats.builder import TextBuilder, one_line
 from granrag_mcp.indexing.formats.pdf_tables import find_tables, joined, leading, trailing, without_cells
+from granrag_mcp.indexing.formats.scanned_pages import ScanReader
 from granrag_mcp.pages import ocr
 
 log = logging.getLogger(__name__)
@@ -38,9 +40,10 @@ def extract(path: Path, data: bytes) -> ExtractedText:
         if "password" in str(error).lower():
             raise ExtractionError(path, "encrypted PDF that needs a password") from error
         raise ExtractionError(path, f"unreadable PDF ({error})") from error
+    scans = ScanReader(path, len(document))
     try:
-        pages = list(_page_texts(path, document))
-        bookmarks = _bookmarks(document)
+        pages = list(_page_texts(path, document, scans))
+        bookmarks = _bookmarks(document) or scans.headings  # a scan's outline: the lines in larger type
     finally:
         document.close()
     found = find_tables(data, [number for number, (_, may_hold_table) in enumerate(pages) if may_hold_table])
@@ -128,8 +131,9 @@ class _Words:
 _WORD = re.compile(r"\S+")
 
 
-def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:
-    """Each page's text, and whether it draws enough rules to hold a table."""
+def _page_texts(path: Path, document: Any, scans: ScanReader) -> Iterator[tuple[str, bool]]:
+    """Each page's text (read by `scans` where it has no text layer), and whether it draws enough rules to hold a
+    table."""
     import pypdfium2
     import pypdfium2.raw
 
@@ -145,22 +149,8 @@ def _page_texts(path: Path, document: Any) -> Iterator[tuple[str, bool]]:
         except pypdfium2.PdfiumError as error:  # a damaged page: the file is skipped, as a reader would fail too
             raise ExtractionError(path, f"unreadable PDF page {number + 1} ({error})") from error
         if scanned:
-            text = _read_by_ocr(path, document, number)
+            text = scans.read(document, number)
         yield reflow(normalise_newlines(text).replace("\x00", "").strip()), rules >= _MIN_RULES_FOR_A_TABLE
-
-
-def _read_by_ocr(path: Path, document: Any, number: int) -> str:
-    """The text OCR reads on a page without a text layer; "" (and a warning naming the page) where it cannot."""
-    if ocr.missing() is not None:
-        return ""
-    page = document[number]
-    try:
-        return ocr.text_of(ocr.read_image(ocr.render_for_ocr(page)))
-    except ocr.OcrError as error:
-        log.warning("%s: page %d skipped: %s", path, number + 1, error)
-        return ""
-    finally:
-        page.close()
 
 
 _PARAGRAPH_END = re.compile(r"[.!?:;\"\u201d\u2019')\]]$")

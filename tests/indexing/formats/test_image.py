@@ -67,3 +67,20 @@ def test_a_picture_without_text_is_skipped_in_one_line() -> None:
     Image.new("RGB", (400, 300), (40, 120, 200)).save(buffer, "PNG")
     with pytest.raises(ExtractionError, match="an image without text OCR could read"):
         image.extract(Path("sky.png"), buffer.getvalue())
+
+
+@pytest.mark.parametrize("mode", ["1", "L", "RGBA", "I;16"])
+def test_an_image_in_any_mode_is_read(mode: str) -> None:
+    """Bilevel and grey scans, a page on a see-through background, 16-bit grey: the writer's own modes are written
+    frame by frame as they are, the others converted first."""
+    page = frames()[0]
+    if mode == "RGBA":  # black text on nothing: the background is transparent, not white
+        picture = page.convert("L")
+        page = picture.point(lambda v: 0).convert("RGBA")
+        page.putalpha(picture.point(lambda v: 255 - v))
+    elif mode == "I;16":
+        page = page.convert("L").point(lambda v: v * 257, "I").convert("I;16")
+    else:
+        page = page.convert(mode)
+    extracted = image.extract(Path(f"page-{mode}.png"), saved("PNG" if mode != "1" else "TIFF", [page]))
+    assert "Margaret Hale" in extracted.text
