@@ -85,6 +85,7 @@ def main() -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(squad, ensure_ascii=False) + "\n", encoding="utf-8")
     questions = sum(len(p["qas"]) for article in squad["data"] for p in article["paragraphs"])
     print(f"{len(squad['data'])} documents, {questions} questions -> {args.out}")
