@@ -292,3 +292,16 @@ def test_each_adapted_fusion_ranks_its_pseudo_queries_at_least_as_well_as_its_ow
             assert found["fallback"] in own
             assert adaptation.fusions[fusion] == {n: float(n == found["fallback"]) for n in adaptation.fusions[fusion]}
         assert "within" in found  # four documents: the pseudo-queries were asked inside their own too
+
+
+def test_inside_documents_the_mix_must_beat_its_best_list_by_more_than_the_noise():
+    from granrag_mcp.indexing.adapt import never_below_parts
+
+    rng = np.random.default_rng(0)
+    lexical = rng.random(200)
+    slightly = {"mid_lexical": lexical}
+    mix = lexical + rng.normal(0.0, 0.05, 200)
+    mix += 0.001 - (mix - lexical).mean()  # above the list by 0.001 on average, give or take 0.05 a query
+    assert never_below_parts(mix, slightly) is None  # across the store: above is enough
+    assert never_below_parts(mix, slightly, clearly=True) == "mid_lexical"
+    assert never_below_parts(mix + 0.2, slightly, clearly=True) is None
