@@ -12,9 +12,9 @@ Two passes, both linear in the length of the text:
 
 A line that ends without punctuation is a title only when it is short: legal and technical
 text wraps before its capitalised defined terms (a line ending in "this" before one that
-starts "License"). A sentence longer than the long-sentence rule's bound is then parted
-into its clauses, after semicolons and before inline enumerators ("(a)", "(ii)"), and
-Roman numerals open list items (`indexing/sentence_rules/long_sentences`).
+starts "License"). A long sentence with an inline enumeration is then parted into its
+clauses, after semicolons and before the enumerators ("(a)", "(ii)"), and Roman
+numerals open list items (`indexing/sentence_rules/long_sentences`).
 
 Other scripts add their own boundaries (`indexing/sentence_rules`, one module per script
 family): full stops that need no space after them (。 ।), marks that end a sentence only
@@ -28,6 +28,7 @@ the text lies in exactly one span.
 from __future__ import annotations
 
 import heapq
+import itertools
 import re
 import string
 from collections.abc import Iterator
@@ -160,6 +161,7 @@ class _Line:
     is_heading: bool
     is_rule: bool
     words: int
+    is_field: bool  # starts with a field's label ("Date:")
 
 
 def check_sentence_cap(path: Path, text: str, cap: int) -> None:
@@ -185,6 +187,9 @@ class _LinePatterns:
     """An item's number or letter with a full stop, which stays with the item it opens."""
     clause_break: re.Pattern[str]
     """Where a clause of a long sentence ends: after a semicolon, or before an inline enumerator."""
+    enumerator: re.Pattern[str]
+    """An inline enumerator, after whitespace and before it."""
+    field_label: re.Pattern[str]
 
 
 @lru_cache(maxsize=1)
@@ -195,18 +200,24 @@ def _line_patterns() -> _LinePatterns:
         list_marker=re.compile(f"(?:{_LIST_MARKERS}|{rule.roman_item})(?=\\s|\\Z)"),
         list_number=re.compile(f"{_LIST_NUMBERS}|{rule.roman_item}"),
         clause_break=re.compile(f"(?<=[{marks}])\\s+|\\s+(?=(?:{rule.enumerator})\\s)"),
+        field_label=re.compile(rule.field_label),
+        enumerator=re.compile(f"(?<=\\s)(?:{rule.enumerator})(?=\\s)"),
     )
 
 
 def _clauses(text: str, span: Span) -> list[Span]:
-    """The span, or its clauses when it is a sentence longer than the clause rule's `min_words`."""
+    """The span, or its clauses when it is a sentence longer than the rule's `min_words` with an enumeration."""
     rule = long_sentences.RULE
     start, end = span
     if len(text[start:end].split()) <= rule.min_words:
         return [span]
+    patterns = _line_patterns()
+    enumerators = itertools.islice(patterns.enumerator.finditer(text, start, end), rule.min_enumerators)
+    if sum(1 for _ in enumerators) < rule.min_enumerators:
+        return [span]
     pieces: list[Span] = []
     piece_start = start
-    for match in _line_patterns().clause_break.finditer(text, start, end):
+    for match in patterns.clause_break.finditer(text, start, end):
         pieces.append((piece_start, match.start()))
         piece_start = match.end()
     pieces.append((piece_start, end))
@@ -260,6 +271,7 @@ def _describe_line(raw_line: str, offset: int) -> _Line | None:
         is_heading=_HEADING.match(content) is not None,
         is_rule=_RULE.fullmatch(content) is not None,
         words=len(content.split()),
+        is_field=_line_patterns().field_label.match(content) is not None,
     )
 
 
@@ -270,7 +282,7 @@ def _is_hard_break(previous: _Line, line: _Line) -> bool:
         return False  # the punctuation pass decides ("Dr.\nSmith" is one sentence)
     if line.first.islower():
         return False  # wrapped prose
-    if previous.words >= long_sentences.RULE.wrapped_line_words:
+    if previous.words >= long_sentences.RULE.wrapped_line_words and not line.is_field:
         return False  # wrapped prose before a capitalised term, not a title
     # A title line followed by text. A line ending in ",", ":" or "-" is still mid-sentence.
     return line.first.isupper() and (previous.last.isalnum() or previous.last in _CLOSERS)

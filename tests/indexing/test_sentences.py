@@ -355,7 +355,9 @@ def test_a_long_sentence_parts_at_its_enumeration_and_semicolons() -> None:
         "(b)\ndescribe the limitations and the code they affect.",
     ]
     semicolons = "; ".join(f"the {n} clause names a distinct duty of the party here" for n in range(5)) + "."
-    assert len(sentences(semicolons)) == 5
+    assert sentences(semicolons) == [semicolons]  # no enumeration: a scientific sentence's semicolons stay
+    enumerated = "You must: (a) " + semicolons.replace("; the 2", "; and (b) the 2")
+    assert len(sentences(enumerated)) == 5
 
 
 def test_a_sentence_of_ordinary_length_keeps_its_semicolons_and_references() -> None:
@@ -377,4 +379,12 @@ def test_roman_numerals_open_list_items() -> None:
         "i. the right to copy a Work;",
         "ii. moral rights of the author;",
         "iii. publicity rights.",
+    ]
+
+
+def test_a_field_label_after_a_long_line_opens_a_sentence() -> None:
+    header = "Authors: Kin, Nathalie; Guerard, Pauline; Diancourt, Laure; Caro, Valerie\nDate: 2017-05-25"
+    assert sentences(header) == [
+        "Authors: Kin, Nathalie; Guerard, Pauline; Diancourt, Laure; Caro, Valerie",
+        "Date: 2017-05-25",
     ]

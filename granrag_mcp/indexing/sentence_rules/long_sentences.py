@@ -19,8 +19,13 @@ from dataclasses import dataclass
 class LongSentenceRule:
     wrapped_line_words: int
     """A line of at least this many words that ends without punctuation is wrapped prose, not a title."""
+    field_label: str
+    """A regular expression of a field's label at the start of a line ("Date:"), which opens a new sentence even
+    after a long line (a header's "Authors: ..." line before its "Date: ..." line)."""
     min_words: int
     """A sentence is parted into clauses only when it has more words than this."""
+    min_enumerators: int
+    """... and at least this many inline enumerators."""
     min_clause_words: int
     """A clause with fewer words stays with the clause before it (the first, with the one after it)."""
     breaks_after: str
@@ -33,7 +38,9 @@ class LongSentenceRule:
 
 RULE = LongSentenceRule(
     wrapped_line_words=8,
+    field_label=r"[A-Z][\w -]{0,30}:(?=\s)",
     min_words=40,
+    min_enumerators=2,
     min_clause_words=5,
     breaks_after=";",
     enumerator=r"\((?:[a-z]|[ivx]{1,5}|\d{1,2})\)|(?:[a-z]|\d{1,2})\)",
