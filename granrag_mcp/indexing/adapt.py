@@ -313,6 +313,7 @@ def adapt(
     across, within = _Runs.empty(), _Runs.empty()
     hrr_runs: list[tuple[PseudoQuery, np.ndarray, dict[str, Scored]]] = []
     documents = view.catalog.count_documents()
+    inside: dict[str, View] = {}
     for number, (query, vector) in enumerate(zip(queries, vectors)):
         runs = _search_runs(view, query, vector, across)
         if view.reranker is not None:
@@ -325,7 +326,9 @@ def adapt(
                 ranked = alone_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
                 alone[name][share].append(reciprocal_rank(ranked, query.targets[level]))
         if number < WITHIN_QUERIES and documents > 1:  # the same query inside its own document
-            _search_runs(view.filtered(DocFilter.of([query.doc_id])), query, vector, within)
+            if query.doc_id not in inside:  # one filtered view a document: its allowed ids are read once
+                inside[query.doc_id] = view.filtered(DocFilter.of([query.doc_id]))
+            _search_runs(inside[query.doc_id], query, vector, within)
     weights: dict[str, dict[str, float]] = {}
     measured: dict[str, Any] = {"reference": reference.corpus}
     for name, results in alone.items():
