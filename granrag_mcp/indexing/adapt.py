@@ -15,12 +15,12 @@ Never below its own parts: a fusion whose chosen mix ranks the pseudo-queries' t
 its own level alone (`own_level_lists`) takes that list alone. The same check is made with some of the
 pseudo-queries asked inside their own document (a `doc_ids` filter), where the mix is kept only when it beats the
 best list by more than the sample's paired noise; where a list alone is chosen there, that is the fusion's weight
-for searches inside chosen documents (`WITHIN_DOCUMENTS`). The two differ because questions do: across documents
-the mix ranked above its best list (COVID-A, search_fused at mid, MRR@5 0.698 against BM25's 0.683), inside one
-document below it (0.786 against 0.793; the licence set 0.905 against 0.908; in-sample). HRR's mix is measured
-but not replaced: its reranker's list ranks pseudo-queries far worse than questions (their pairs of lists were in
-the real questions' order for 0.2 of pairs on COVID-A), so a list alone would win on pseudo-queries and lose on
-questions.
+for searches inside chosen documents (`WITHIN_DOCUMENTS`); `search_fused` takes its own level's choice there.
+The two differ because questions do: across documents the mix ranked above its best list (COVID-A, search_fused
+at mid, MRR@5 0.698 against BM25's 0.683), inside one document below it (0.786 against 0.793; the licence set
+0.905 against 0.908; in-sample). HRR's mix is measured but not replaced: its reranker's list ranks pseudo-queries
+far worse than questions (their pairs of lists were in the real questions' order for 0.2 of pairs on COVID-A), so
+a list alone would win on pseudo-queries and lose on questions.
 """
 
 from __future__ import annotations
@@ -366,6 +366,12 @@ def adapt(
         measured[name]["within"] = _parts_measured(mix, within.single[name], best)
         if best is not None:
             weights[name + WITHIN_DOCUMENTS] = {n: 1.0 if n == best else 0.0 for n in weights[name]}
+    # Inside documents search_fused follows its own level's fusion: the pseudo-queries cannot judge its sentence
+    # lists (cut from one sentence, they find it by its own words), and questions inside one document ranked its mix
+    # below the level's BM25 list alone where the pseudo-queries ranked it above (COVID-A: 0.785 against 0.790).
+    level_inside = weights.get(level_fusion(CANDIDATE_LEVEL) + WITHIN_DOCUMENTS)
+    if RRF_FUSION in weights and level_inside is not None and RRF_FUSION + WITHIN_DOCUMENTS not in weights:
+        weights[RRF_FUSION + WITHIN_DOCUMENTS] = {n: level_inside.get(n, 0.0) for n in weights[RRF_FUSION]}
     if HRR_FUSION in across.single:  # measured only: pseudo-queries undervalue its reranker (module docstring)
         mix = reciprocal_ranks(
             [lists for _, _, lists in hrr_runs],

@@ -305,3 +305,12 @@ def test_inside_documents_the_mix_must_beat_its_best_list_by_more_than_the_noise
     assert never_below_parts(mix, slightly) is None  # across the store: above is enough
     assert never_below_parts(mix, slightly, clearly=True) == "mid_lexical"
     assert never_below_parts(mix + 0.2, slightly, clearly=True) is None
+
+
+def test_inside_documents_search_fused_follows_its_own_levels_choice(tmp_path):
+    adaptation = adapted(tmp_path, code_corpus(tmp_path / "codes"), CodeBlindEmbedder())
+    level_inside = adaptation.weights("level_mid", within_documents=True)
+    fused_inside = adaptation.weights("rrf", within_documents=True)
+    if "level_mid@within" in adaptation.fusions and adaptation.measured["rrf"]["within"]["fallback"] is None:
+        assert fused_inside == {n: level_inside.get(n, 0.0) for n in adaptation.fusions["rrf"]}
+    assert set(fused_inside) == set(adaptation.fusions["rrf"])
