@@ -10,6 +10,17 @@ kept, but the fixed default (equal weights) stays unless another share is better
 of the sample. The same choice scales the candidate ranker's embedding features against its lexical ones. With the
 weights set, `search_fused`'s and the single-level fusions' RRF constant and the depth of their dense lists are
 chosen on the same pseudo-queries (`fusion_shape.py`).
+
+Never below its own parts: a fusion whose chosen mix ranks the pseudo-queries' targets below one of the lists of
+its own level alone (`own_level_lists`) takes that list alone. The same check is made with some of the
+pseudo-queries asked inside their own document (a `doc_ids` filter), where the mix is kept only when it beats the
+best list by more than the sample's paired noise; where a list alone is chosen there, that is the fusion's weight
+for searches inside chosen documents (`WITHIN_DOCUMENTS`); `search_fused` takes its own level's choice there.
+The two differ because questions do: across documents the mix ranked above its best list (COVID-A, search_fused
+at mid, MRR@5 0.698 against BM25's 0.683), inside one document below it (0.786 against 0.793; the licence set
+0.905 against 0.908; in-sample). HRR's mix is measured but not replaced: its reranker's list ranks pseudo-queries
+far worse than questions (their pairs of lists were in the real questions' order for 0.2 of pairs on COVID-A), so
+a list alone would win on pseudo-queries and lose on questions.
 """
 
 from __future__ import annotations
@@ -36,16 +47,18 @@ from granrag_mcp.indexing.fusion_shape import (
     dense_depths,
     is_dense,
     reciprocal_rank,
+    reciprocal_ranks,
 )
 from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
 from granrag_mcp.retrieval.candidate_ranking import hrr_table
-from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
+from granrag_mcp.retrieval.filters import DocFilter
+from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
 from granrag_mcp.retrieval.level_search import LEVEL_DEPTH, level_fusion
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
 from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_mapped, rrf_searches
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
-from granrag_mcp.store.adaptation import Adaptation, write_adaptation
+from granrag_mcp.store.adaptation import WITHIN_DOCUMENTS, Adaptation, write_adaptation
 from granrag_mcp.store.catalog import RememberingCatalog
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
 from granrag_mcp.store.store import Snapshot
@@ -57,11 +70,43 @@ PSEUDO_QUERIES = 200
 """Sentences sampled per index run: enough that the paired noise of a choice is a few hundredths of MRR."""
 MIN_TERMS = 6
 """A sentence needs this many distinct content words to give a pseudo-query (headings and fragments do not)."""
-KEEP_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class QueryForm:
+    """How a pseudo-query is cut from a sentence's distinct content words: the share kept (at least three), at
+    most `max_words` of them, in the sentence's order or shuffled."""
+
+    name: str
+    keep_share: float
+    max_words: int | None = None
+    shuffled: bool = False
+
+    def words(self, distinct: Sequence[str], rng: np.random.Generator) -> list[str]:
+        size = max(3, round(self.keep_share * len(distinct)))
+        if self.max_words is not None:
+            size = min(size, self.max_words)
+        keep = rng.choice(len(distinct), size=min(size, len(distinct)), replace=False)
+        return [distinct[i] for i in (keep if self.shuffled else np.sort(keep))]
+
+
+QUERY_FORMS = {
+    form.name: form
+    for form in (
+        QueryForm("half", 0.5),
+        QueryForm("short", 0.5, max_words=5, shuffled=True),
+        QueryForm("few", 0.3, max_words=4, shuffled=True),
+    )
+}
+"""The forms measured against real questions (benchmarks/suite/eval_defaults.py --forms)."""
+QUERY_FORM = "half"
+"""The form the adaptation uses."""
 SHARES = tuple(round(0.1 * i, 1) for i in range(11))
 """A fusion's dense share: its dense lists get weight 2 * share, its lexical ones 2 * (1 - share); 0.5 is every
 weight 1, the fixed default."""
 MIN_QUERIES = 20
+WITHIN_QUERIES = 100
+"""Pseudo-queries asked again inside their own document, for the weights of searches with a document filter."""
 REFERENCE_FILE = "reference.json"
 RANKER_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 """Factors tried on the candidate ranker's embedding coefficients; 1.0 is the shipped model."""
@@ -111,12 +156,15 @@ class BatchVectors:
 class PseudoQuery:
     text: str
     targets: Mapping[Level, int]  # the chunk of each level that holds the sentence
+    doc_id: str = ""
 
 
-def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0) -> list[PseudoQuery]:
-    """Up to `n` pseudo-queries from a seeded sample of the store's sentences (see the module's docstring)."""
+def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, form: str = QUERY_FORM) -> list[PseudoQuery]:
+    """Up to `n` pseudo-queries from a seeded sample of the store's sentences (see the module's docstring), cut
+    in `form` (`QUERY_FORMS`)."""
     import re
 
+    cut = QUERY_FORMS[form]
     rng = np.random.default_rng(seed)
     ids = view.catalog.chunk_ids_in_documents(FINEST, None, None)
     if not ids:
@@ -133,9 +181,8 @@ def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0) -> list[P
         distinct = list(dict.fromkeys(words))
         if len(set(analyse(" ".join(distinct)))) < MIN_TERMS:
             continue
-        keep = np.sort(rng.choice(len(distinct), size=max(3, round(KEEP_SHARE * len(distinct))), replace=False))
         targets = {FINEST: chunk_id, **{level: found[chunk_id] for level, found in up.items()}}
-        out.append(PseudoQuery(" ".join(distinct[i] for i in keep), targets))
+        out.append(PseudoQuery(" ".join(cut.words(distinct, rng)), targets, chunk.doc_id))
         if len(out) == n:
             break
     return out
@@ -200,11 +247,58 @@ def calibrated_share(reference: Reference, fusion: str, dense_mrr: float, lexica
     return round(20.0 * share) / 20.0
 
 
-def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Reference | None = None) -> Adaptation:
+@dataclass
+class _Runs:
+    """One pass of the pseudo-queries (across the store, or each inside its own document): each shaped fusion's
+    lists by dense depth with its targets, and each list's reciprocal ranks alone."""
+
+    shaped: dict[str, tuple[list[ByDepth], list[int], int]]
+    single: dict[str, dict[str, list[float]]]
+
+    @classmethod
+    def empty(cls) -> _Runs:
+        shaped: dict[str, tuple[list[ByDepth], list[int], int]] = {RRF_FUSION: ([], [], RRF_DEPTH)}
+        shaped.update({level_fusion(lv): ([], [], LEVEL_DEPTH) for lv in LEVELS})
+        return cls(shaped, {})
+
+    def add_single(self, name: str, lists: Mapping[str, Scored], target: int) -> None:
+        for list_name_, hits in lists.items():
+            ranked = list(dict.fromkeys(chunk_id for chunk_id, _ in hits))
+            self.single.setdefault(name, {}).setdefault(list_name_, []).append(reciprocal_rank(ranked, target))
+
+
+def _search_runs(
+    view: View, query: PseudoQuery, vector: np.ndarray, into: _Runs
+) -> list[tuple[str, Mapping[str, Scored], Level, int]]:
+    """The lists of `search_fused`'s and each level's fusion for one pseudo-query, added to `into`; returned as
+    (fusion, lists at the default depth, level, RRF constant)."""
+    level_depths, rrf_depths = dense_depths(LEVEL_DEPTH), dense_depths(RRF_DEPTH)
+    deepest = max(DEPTH, *level_depths)
+    # searched once as deep as the deepest option: a shallower FAISS list is a prefix of a deeper one
+    raw = rrf_searches(view, query.text, vector, CANDIDATE_LEVEL, _dense_at(RRF_LISTS, rrf_depths[-1], DEPTH), True)
+    by_depth = {depth: rrf_mapped(view, _cut(raw, depth), CANDIDATE_LEVEL, vector) for depth in rrf_depths}
+    _add(into.shaped[RRF_FUSION], by_depth, query.targets[CANDIDATE_LEVEL])
+    runs: list[tuple[str, Mapping[str, Scored], Level, int]] = [
+        (RRF_FUSION, by_depth[RRF_DEPTH], CANDIDATE_LEVEL, DEFAULT_RRF_K)
+    ]
+    for level in LEVELS:
+        dense_name, lexical_name = list_name(level, "dense"), list_name(level, "lexical")
+        dense, lexical = view.dense(level, vector, deepest), view.lexical(level, query.text, DEPTH)
+        runs.append((level_fusion(level), {dense_name: dense[:DEPTH], lexical_name: lexical}, level, DEFAULT_RRF_K))
+        levels = {d: {dense_name: dense[:d], lexical_name: lexical[:LEVEL_DEPTH]} for d in level_depths}
+        _add(into.shaped[level_fusion(level)], levels, query.targets[level])
+    for name, lists, level, _ in runs:
+        into.add_single(name, lists, query.targets[level])
+    return runs
+
+
+def adapt(
+    view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Reference | None = None, form: str = QUERY_FORM
+) -> Adaptation:
     """Pseudo-queries from the view's store, and the fusion weights and ranker scale they favour."""
     began = time.perf_counter()
     reference = reference or Reference.read()
-    queries = pseudo_queries(view, n, seed)
+    queries = pseudo_queries(view, n, seed, form)
     if len(queries) < MIN_QUERIES:  # too little text to measure anything: keep the fixed defaults
         return Adaptation({}, 1.0, len(queries), {"seconds": round(time.perf_counter() - began, 2)})
     if view.snapshot.token_vectors is None:  # a store with token vectors needs the query's tokens from its forward
@@ -216,33 +310,25 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
     names: dict[str, tuple[str, ...]] = {RRF_FUSION: RRF_LISTS, HRR_FUSION: HRR_LISTS}
     names.update({level_fusion(lv): (list_name(lv, "dense"), list_name(lv, "lexical")) for lv in LEVELS})
     alone: dict[str, dict[float, list[float]]] = {name: {0.0: [], 1.0: []} for name in names}
-    shaped: dict[str, tuple[list[ByDepth], list[int], int]] = {
-        RRF_FUSION: ([], [], RRF_DEPTH),
-        **{level_fusion(lv): ([], [], LEVEL_DEPTH) for lv in LEVELS},
-    }
+    across, within = _Runs.empty(), _Runs.empty()
     hrr_runs: list[tuple[PseudoQuery, np.ndarray, dict[str, Scored]]] = []
-    level_depths, rrf_depths = dense_depths(LEVEL_DEPTH), dense_depths(RRF_DEPTH)
-    deepest = max(DEPTH, *level_depths)
-    for query, vector in zip(queries, vectors):
-        # searched once as deep as the deepest option: a shallower FAISS list is a prefix of a deeper one
-        raw = rrf_searches(view, query.text, vector, CANDIDATE_LEVEL, _dense_at(RRF_LISTS, rrf_depths[-1], DEPTH), True)
-        by_depth = {depth: rrf_mapped(view, _cut(raw, depth), CANDIDATE_LEVEL, vector) for depth in rrf_depths}
-        _add(shaped[RRF_FUSION], by_depth, query.targets[CANDIDATE_LEVEL])
-        runs = [(RRF_FUSION, by_depth[RRF_DEPTH], CANDIDATE_LEVEL, 60)]
-        for level in LEVELS:
-            dense_name, lexical_name = list_name(level, "dense"), list_name(level, "lexical")
-            dense, lexical = view.dense(level, vector, deepest), view.lexical(level, query.text, DEPTH)
-            runs.append((level_fusion(level), {dense_name: dense[:DEPTH], lexical_name: lexical}, level, 60))
-            levels = {d: {dense_name: dense[:d], lexical_name: lexical[:LEVEL_DEPTH]} for d in level_depths}
-            _add(shaped[level_fusion(level)], levels, query.targets[level])
+    documents = view.catalog.count_documents()
+    inside: dict[str, View] = {}
+    for number, (query, vector) in enumerate(zip(queries, vectors)):
+        runs = _search_runs(view, query, vector, across)
         if view.reranker is not None:
-            lists, _ = hrr_lists(view, query.text, vector)
-            hrr_runs.append((query, vector, lists))
-            runs.append((HRR_FUSION, lists, CANDIDATE_LEVEL, HRR_RRF_K))
+            hrr, _ = hrr_lists(view, query.text, vector)
+            hrr_runs.append((query, vector, hrr))
+            runs.append((HRR_FUSION, hrr, CANDIDATE_LEVEL, HRR_RRF_K))
+            across.add_single(HRR_FUSION, hrr, query.targets[CANDIDATE_LEVEL])
         for name, lists, level, k in runs:
             for share in (0.0, 1.0):  # the lexical lists alone, the dense lists alone
                 ranked = alone_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
                 alone[name][share].append(reciprocal_rank(ranked, query.targets[level]))
+        if number < WITHIN_QUERIES and documents > 1:  # the same query inside its own document
+            if query.doc_id not in inside:  # one filtered view a document: its allowed ids are read once
+                inside[query.doc_id] = view.filtered(DocFilter.of([query.doc_id]))
+            _search_runs(inside[query.doc_id], query, vector, within)
     weights: dict[str, dict[str, float]] = {}
     measured: dict[str, Any] = {"reference": reference.corpus}
     for name, results in alone.items():
@@ -254,17 +340,97 @@ def adapt(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, reference: Referen
         weights[name] = share_weights(names[name], share, RRF_FACTORS if name == RRF_FUSION else None)
     depths: dict[str, dict[str, int]] = {}
     rrf_ks: dict[str, int] = {}
-    for name, (runs_by_depth, targets, default_depth) in shaped.items():
+    for name, (runs_by_depth, targets, default_depth) in across.shaped.items():
         shape = choose_shape(runs_by_depth, targets, weights[name], default_depth) if name in weights else None
         if shape is not None:
             rrf_ks[name], depths[name], found = shape
             measured[name] = {**measured[name], **found}
+    # Never below its own parts: a fusion whose mix ranks the pseudo-queries' targets below one of its own level's
+    # lists alone takes that list alone, across the store and, apart, inside each query's own document.
+    mixed = dict(weights)
+    for name in [name for name in across.shaped if name in weights]:
+        own = own_level_lists(name, names[name])
+        mix = _mix_ranks(across.shaped[name], mixed[name], depths.get(name), rrf_ks.get(name))
+        best = never_below_parts(mix, {n: np.array(v) for n, v in across.single[name].items() if n in own})
+        measured[name] = {**measured[name], **_parts_measured(mix, across.single[name], best)}
+        if best is not None:
+            weights[name] = {n: 1.0 if n == best else 0.0 for n in weights[name]}
+            depths.pop(name, None)
+            rrf_ks.pop(name, None)
+        if name not in within.single:
+            continue
+        mix = _mix_ranks(within.shaped[name], weights[name], depths.get(name), rrf_ks.get(name))
+        best = never_below_parts(
+            mix, {n: np.array(v) for n, v in within.single[name].items() if n in own}, clearly=True
+        )
+        measured[name]["within"] = _parts_measured(mix, within.single[name], best)
+        if best is not None:
+            weights[name + WITHIN_DOCUMENTS] = {n: 1.0 if n == best else 0.0 for n in weights[name]}
+    # Inside documents search_fused follows its own level's fusion: the pseudo-queries cannot judge its sentence
+    # lists (cut from one sentence, they find it by its own words), and questions inside one document ranked its mix
+    # below the level's BM25 list alone where the pseudo-queries ranked it above (COVID-A: 0.785 against 0.790).
+    level_inside = weights.get(level_fusion(CANDIDATE_LEVEL) + WITHIN_DOCUMENTS)
+    if RRF_FUSION in weights and level_inside is not None and RRF_FUSION + WITHIN_DOCUMENTS not in weights:
+        weights[RRF_FUSION + WITHIN_DOCUMENTS] = {n: level_inside.get(n, 0.0) for n in weights[RRF_FUSION]}
+    if HRR_FUSION in across.single:  # measured only: pseudo-queries undervalue its reranker (module docstring)
+        mix = reciprocal_ranks(
+            [lists for _, _, lists in hrr_runs],
+            [query.targets[CANDIDATE_LEVEL] for query, _, _ in hrr_runs],
+            weights[HRR_FUSION],
+            HRR_RRF_K,
+        )
+        measured[HRR_FUSION] = {**measured[HRR_FUSION], **_parts_measured(mix, across.single[HRR_FUSION], None)}
     scale = 1.0
     ranker = view.candidate_ranker
     if hrr_runs and ranker is not None and ranker.adapts_reliance and HRR_FUSION in weights:  # else unused
         scale, measured["ranker_mrr"] = _ranker_scale(view, hrr_runs, weights[HRR_FUSION])
     measured["seconds"] = round(time.perf_counter() - began, 2)
     return Adaptation(weights, scale, len(queries), measured, depths, rrf_ks)
+
+
+def _parts_measured(mix: np.ndarray, single: Mapping[str, list[float]], fallback: str | None) -> dict[str, Any]:
+    return {
+        "mix_mrr": round(float(mix.mean()), 4),
+        "alone_mrr": {n: round(float(np.mean(v)), 4) for n, v in single.items()},
+        "fallback": fallback,
+    }
+
+
+def own_level_lists(fusion: str, names: Sequence[str]) -> tuple[str, ...]:
+    """The lists of a fusion that rank chunks of the level it returns (for HRR, the level it reranks), the parts
+    its result is held to. A sentence's lists are left out of a coarser fusion's: a pseudo-query cut from one
+    sentence finds that sentence by its own words far more often than a question finds its answer's sentence, so
+    they would win on pseudo-queries where they lose on questions."""
+    level = {RRF_FUSION: CANDIDATE_LEVEL, HRR_FUSION: CANDIDATE_LEVEL}.get(fusion)
+    if level is None:
+        return tuple(names)  # a level's own fusion: both its lists rank its chunks
+    return tuple(n for n in names if n.startswith(f"{level}_") or (fusion == HRR_FUSION and n == "rerank"))
+
+
+def never_below_parts(mix: np.ndarray, alone: Mapping[str, np.ndarray], clearly: bool = False) -> str | None:
+    """The best list alone where the mix's pseudo-query MRR@10 does not beat it, None where the mix is kept: across
+    the store the mix is kept unless a list alone is above it; `clearly` (inside documents), only where it is above
+    the best list by more than the paired noise of the sample."""
+    if not alone:
+        return None
+    best = max(alone, key=lambda name: float(alone[name].mean()))
+    gain = mix - alone[best]
+    if not clearly:
+        return best if float(gain.mean()) < 0.0 else None
+    noise = float(gain.std(ddof=1) / math.sqrt(len(gain))) if len(gain) > 1 else math.inf
+    return best if float(gain.mean()) <= noise else None
+
+
+def _mix_ranks(
+    shaped: tuple[list[ByDepth], list[int], int],
+    weights: Mapping[str, float],
+    depths: Mapping[str, int] | None,
+    rrf_k: int | None,
+) -> np.ndarray:
+    """Each pseudo-query's reciprocal rank under the fusion's chosen weights, dense depth and constant."""
+    runs, targets, default_depth = shaped
+    depth = max(depths.values()) if depths else default_depth
+    return reciprocal_ranks([run[depth] for run in runs], targets, weights, rrf_k or DEFAULT_RRF_K)
 
 
 def _dense_at(names: Sequence[str], depth: int, default: int) -> dict[str, int]:

@@ -72,9 +72,10 @@ def target_rank(lists: Mapping[str, Scored], weights: Mapping[str, float], k: in
     return 1 + sum(1 for score in scores.values() if score >= mine)
 
 
-def _mrr(
+def reciprocal_ranks(
     runs: Sequence[Mapping[str, Scored]], targets: Sequence[int], weights: Mapping[str, float], k: int
 ) -> np.ndarray:
+    """Each run's reciprocal rank of its target in the weighted fusion, 0 below the cutoff."""
     ranks = (target_rank(lists, weights, k, target) for lists, target in zip(runs, targets))
     return np.array([1.0 / rank if rank is not None and rank <= CUTOFF else 0.0 for rank in ranks])
 
@@ -88,9 +89,10 @@ def choose_shape(
     if not dense or all(weights[name] <= 0 for name in weights if not is_dense(name)):
         return None
     at_default = [run[default_depth] for run in runs]
-    rrf_k, by_k = choose({k: _mrr(at_default, targets, weights, k) for k in RRF_KS}, DEFAULT_RRF_K)
+    rrf_k, by_k = choose({k: reciprocal_ranks(at_default, targets, weights, k) for k in RRF_KS}, DEFAULT_RRF_K)
     by_depth_runs = {
-        depth: _mrr([run[depth] for run in runs], targets, weights, rrf_k) for depth in dense_depths(default_depth)
+        depth: reciprocal_ranks([run[depth] for run in runs], targets, weights, rrf_k)
+        for depth in dense_depths(default_depth)
     }
     depth, by_depth = choose(by_depth_runs, default_depth)
     measured = {"rrf_k": int(rrf_k), "depth": int(depth), "mrr_by_rrf_k": by_k, "mrr_by_depth": by_depth}

@@ -10,6 +10,12 @@ Two passes, both linear in the length of the text:
    whitespace is a candidate boundary; abbreviations, initials, dotted acronyms and a
    following lowercase word veto it.
 
+A line that ends without punctuation is a title only when it is short: legal and technical
+text wraps before its capitalised defined terms (a line ending in "this" before one that
+starts "License"). A long sentence with an inline enumeration is then parted into its
+clauses, after semicolons and before the enumerators ("(a)", "(ii)"), and Roman
+numerals open list items (`indexing/sentence_rules/long_sentences`).
+
 Other scripts add their own boundaries (`indexing/sentence_rules`, one module per script
 family): full stops that need no space after them (。 ।), marks that end a sentence only
 between two of the script's words (Greek ";"), and the space between sentences of Thai.
@@ -22,6 +28,7 @@ the text lies in exactly one span.
 from __future__ import annotations
 
 import heapq
+import itertools
 import re
 import string
 from collections.abc import Iterator
@@ -30,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
-from granrag_mcp.indexing.sentence_rules import rules
+from granrag_mcp.indexing.sentence_rules import long_sentences, rules
 
 Span = tuple[int, int]
 
@@ -41,8 +48,8 @@ _OPENERS = "\"'“‘([«"
 # Possessive quantifiers and the lookbehind keep this linear on long runs of punctuation:
 # only the first character of a run can start a match.
 _SENTENCE_END = re.compile(r"(?<![.!?…])([.!?…]++)[\"'”’)\]»]*+(?=\s|\Z)")
-_LIST_MARKER = re.compile(r"(?:[-*+•‣◦▪]|\d{1,3}[.)]|\(?[A-Za-z]\)|\(\d{1,3}\))(?=\s|\Z)")
-_LIST_NUMBER = re.compile(r"\d{1,3}\.|[A-Za-z]\.")
+_LIST_MARKERS = r"[-*+•‣◦▪]|\d{1,3}[.)]|\(?[A-Za-z]\)|\(\d{1,3}\)"
+_LIST_NUMBERS = r"\d{1,3}\.|[A-Za-z]\."
 _HEADING = re.compile(r"#{1,6}(?=\s|\Z)")
 _RULE = re.compile(r"([-=_*~])\1{2,}")
 _DOTTED_ACRONYM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
@@ -153,6 +160,8 @@ class _Line:
     is_list_item: bool
     is_heading: bool
     is_rule: bool
+    words: int
+    is_field: bool  # starts with a field's label ("Date:")
 
 
 def check_sentence_cap(path: Path, text: str, cap: int) -> None:
@@ -162,11 +171,65 @@ def check_sentence_cap(path: Path, text: str, cap: int) -> None:
 
 
 def split_sentences(text: str) -> list[Span]:
-    """(start, end) spans of the sentences of `text`, in order, stripped of whitespace."""
+    """(start, end) spans of the sentences of `text`, in order, stripped of whitespace; a long sentence parted
+    into its clauses (`sentence_rules/long_sentences`)."""
     spans: list[Span] = []
     for block_start, block_end in _blocks(text):
         _split_block(text, block_start, block_end, spans)
-    return spans
+    return [clause for span in spans for clause in _clauses(text, span)]
+
+
+@dataclass(frozen=True, slots=True)
+class _LinePatterns:
+    list_marker: re.Pattern[str]
+    """A marker that opens a list item at the start of a line."""
+    list_number: re.Pattern[str]
+    """An item's number or letter with a full stop, which stays with the item it opens."""
+    clause_break: re.Pattern[str]
+    """Where a clause of a long sentence ends: after a semicolon, or before an inline enumerator."""
+    enumerator: re.Pattern[str]
+    """An inline enumerator, after whitespace and before it."""
+    field_label: re.Pattern[str]
+
+
+@lru_cache(maxsize=1)
+def _line_patterns() -> _LinePatterns:
+    rule = long_sentences.RULE
+    marks = re.escape(rule.breaks_after)
+    return _LinePatterns(
+        list_marker=re.compile(f"(?:{_LIST_MARKERS}|{rule.roman_item})(?=\\s|\\Z)"),
+        list_number=re.compile(f"{_LIST_NUMBERS}|{rule.roman_item}"),
+        clause_break=re.compile(f"(?<=[{marks}])\\s+|\\s+(?=(?:{rule.enumerator})\\s)"),
+        field_label=re.compile(rule.field_label),
+        enumerator=re.compile(f"(?<=\\s)(?:{rule.enumerator})(?=\\s)"),
+    )
+
+
+def _clauses(text: str, span: Span) -> list[Span]:
+    """The span, or its clauses when it is a sentence longer than the rule's `min_words` with an enumeration."""
+    rule = long_sentences.RULE
+    start, end = span
+    if len(text[start:end].split()) <= rule.min_words:
+        return [span]
+    patterns = _line_patterns()
+    enumerators = itertools.islice(patterns.enumerator.finditer(text, start, end), rule.min_enumerators)
+    if sum(1 for _ in enumerators) < rule.min_enumerators:
+        return [span]
+    pieces: list[Span] = []
+    piece_start = start
+    for match in patterns.clause_break.finditer(text, start, end):
+        pieces.append((piece_start, match.start()))
+        piece_start = match.end()
+    pieces.append((piece_start, end))
+    merged: list[Span] = []
+    for piece in pieces:
+        if merged and len(text[merged[-1][0] : merged[-1][1]].split()) < rule.min_clause_words:
+            merged[-1] = (merged[-1][0], piece[1])  # a short first clause joins the next
+        elif merged and len(text[piece[0] : piece[1]].split()) < rule.min_clause_words:
+            merged[-1] = (merged[-1][0], piece[1])
+        else:
+            merged.append(piece)
+    return merged
 
 
 def _blocks(text: str) -> Iterator[Span]:
@@ -204,9 +267,11 @@ def _describe_line(raw_line: str, offset: int) -> _Line | None:
         last=content[-1],
         ends_with_terminator=content.rstrip(_CLOSERS).endswith(_TERMINATORS)
         or content.rstrip(_script_patterns().closers)[-1:] in tuple(_script_patterns().terminators),
-        is_list_item=_LIST_MARKER.match(content) is not None,
+        is_list_item=_line_patterns().list_marker.match(content) is not None,
         is_heading=_HEADING.match(content) is not None,
         is_rule=_RULE.fullmatch(content) is not None,
+        words=len(content.split()),
+        is_field=_line_patterns().field_label.match(content) is not None,
     )
 
 
@@ -217,6 +282,8 @@ def _is_hard_break(previous: _Line, line: _Line) -> bool:
         return False  # the punctuation pass decides ("Dr.\nSmith" is one sentence)
     if line.first.islower():
         return False  # wrapped prose
+    if previous.words >= long_sentences.RULE.wrapped_line_words and not line.is_field:
+        return False  # wrapped prose before a capitalised term, not a title
     # A title line followed by text. A line ending in ",", ":" or "-" is still mid-sentence.
     return line.first.isupper() and (previous.last.isalnum() or previous.last in _CLOSERS)
 
@@ -285,7 +352,9 @@ def _split_block(text: str, block_start: int, block_end: int, spans: list[Span])
             _append_stripped(text, piece_start, end, spans)
             piece_start = end
             continue
-        if match.end() - piece_start <= 8 and _LIST_NUMBER.fullmatch(text[piece_start : match.end()].strip()):
+        if match.end() - piece_start <= 8 and _line_patterns().list_number.fullmatch(
+            text[piece_start : match.end()].strip()
+        ):
             continue  # "1. The writer ...": the number belongs to the item it opens
         if _ends_sentence(text, match, block_start, block_end):
             _append_stripped(text, piece_start, match.end(), spans)

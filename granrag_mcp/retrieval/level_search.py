@@ -21,7 +21,7 @@ def level_fusion(level: Level) -> str:
 def level_weights(view: View, level: Level, lexical: bool | None) -> dict[str, float] | None:
     """The weights of the level's dense and BM25 lists, None for dense alone. `lexical` None: what the store
     adapted to (dense alone where it has no adaptation); True: fused, with the adapted weights where there are."""
-    adapted = view.adaptation.weights(level_fusion(level)) if view.adaptation is not None else None
+    adapted = view.adapted_weights(level_fusion(level))
     if lexical is False or (lexical is None and adapted is None):
         return None
     return adapted or {list_name(level, "dense"): 1.0, list_name(level, "lexical"): 1.0}

@@ -124,10 +124,18 @@ class View:
             per_generation=self.per_generation,
         )
 
+    def adapted_weights(self, fusion: str) -> dict[str, float] | None:
+        """The weights the store adapted for a fusion, None where it adapted none: inside chosen documents (a
+        `doc_ids` or `doc_prefix` filter) those it adapted for such searches where it has them."""
+        if self.adaptation is None:
+            return None
+        chosen = self.doc_filter
+        within = chosen is not None and (chosen.doc_ids is not None or chosen.doc_prefix is not None)
+        return self.adaptation.weights(fusion, within_documents=within)
+
     def fusion_weights(self, fusion: str, given: Mapping[str, float] | None = None) -> dict[str, float]:
         """The weights a fusion uses: the store's adapted ones (none: every list 1.0), overridden by `given`."""
-        adapted = self.adaptation.weights(fusion) if self.adaptation is not None else None
-        return {**(adapted or {}), **(given or {})}
+        return {**(self.adapted_weights(fusion) or {}), **(given or {})}
 
     def allowed(self, level: Level) -> np.ndarray | None:
         """The chunk ids of `level` a search may return; None when the view is not filtered."""

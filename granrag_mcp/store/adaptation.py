@@ -17,6 +17,9 @@ ADAPTATION_FILE = "adaptation.json"
 ADAPTATION_FORMAT = "granrag-adaptation"
 ADAPTATION_FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1 has no depths and rank constants: those fusions keep the fixed ones
+WITHIN_DOCUMENTS = "@within"
+"""The suffix of a fusion's weights for searches inside chosen documents (a `doc_ids` or `doc_prefix` filter),
+where they differ from its weights across the store."""
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,11 @@ class Adaptation:
     depths: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     rrf_ks: Mapping[str, int] = field(default_factory=dict)
 
-    def weights(self, fusion: str) -> dict[str, float] | None:
-        found = self.fusions.get(fusion)
+    def weights(self, fusion: str, within_documents: bool = False) -> dict[str, float] | None:
+        """The fusion's weights; `within_documents`: those for a search inside chosen documents where the store
+        adapted its own, else the same."""
+        found = self.fusions.get(fusion + WITHIN_DOCUMENTS) if within_documents else None
+        found = found if found is not None else self.fusions.get(fusion)
         return dict(found) if found is not None else None
 
     def list_depths(self, fusion: str) -> dict[str, int]:

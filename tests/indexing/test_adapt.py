@@ -227,3 +227,90 @@ def test_the_rankers_factor_is_measured_only_for_a_ranker_that_takes_it(tmp_path
     assert ("ranker_mrr" in adaptation.measured) is adapts
     if not adapts:
         assert adaptation.ranker_dense_scale == 1.0
+
+
+def test_a_mix_below_one_of_its_own_lists_gives_way_to_it_and_only_to_its_own_levels_lists():
+    from granrag_mcp.indexing.adapt import never_below_parts, own_level_lists
+    from granrag_mcp.retrieval.rrf import RRF_LISTS
+
+    mix = np.array([1.0, 0.5, 0.0])
+    assert never_below_parts(mix, {"a": np.array([1.0, 0.5, 0.0]), "b": np.array([0.0, 0.5, 0.5])}) is None  # a tie
+    assert never_below_parts(mix, {"a": np.array([1.0, 1.0, 0.0]), "b": np.array([1.0, 1.0, 0.5])}) == "b"
+    assert never_below_parts(mix, {}) is None
+    assert own_level_lists("rrf", RRF_LISTS) == ("mid_dense", "mid_lexical")  # the level it returns
+    assert own_level_lists("level_narrow", ("narrow_dense", "narrow_lexical")) == ("narrow_dense", "narrow_lexical")
+
+
+def test_query_forms_cut_seeded_short_queries_from_a_sentences_words():
+    from granrag_mcp.indexing.adapt import QUERY_FORMS
+
+    words = [f"w{i}" for i in range(20)]
+    half = QUERY_FORMS["half"].words(words, np.random.default_rng(0))
+    assert len(half) == 10 and half == sorted(half, key=words.index)  # in the sentence's order
+    short = QUERY_FORMS["short"].words(words, np.random.default_rng(0))
+    assert len(short) == 5 and set(short) <= set(words)
+    assert QUERY_FORMS["short"].words(words, np.random.default_rng(0)) == short
+    assert len(QUERY_FORMS["few"].words(words[:6], np.random.default_rng(1))) == 3
+
+
+def test_searches_inside_chosen_documents_read_the_weights_adapted_for_them(tmp_path):
+    from granrag_mcp.retrieval.filters import DocFilter
+    from granrag_mcp.retrieval.level_search import level_weights
+    from granrag_mcp.retrieval.rrf import rrf_weights
+    from granrag_mcp.store.adaptation import Adaptation
+
+    index(prose_corpus(tmp_path / "prose"), tmp_path / "store", FakeEmbedder())
+    snapshot = Snapshot.open(tmp_path / "store")
+    adaptation = Adaptation(
+        {
+            "rrf": {"mid_lexical": 16.0},
+            "level_mid": {"mid_dense": 1.0, "mid_lexical": 1.0},
+            "level_mid@within": {"mid_dense": 0.0, "mid_lexical": 1.0},
+        }
+    )
+    view = View(snapshot, FakeEmbedder(), adaptation=adaptation)
+    doc_id = snapshot.catalog.documents()[0].doc_id
+    assert level_weights(view, "mid", None) == {"mid_dense": 1.0, "mid_lexical": 1.0}
+    for chosen in (DocFilter.of([doc_id]), DocFilter.of(doc_prefix="nature")):
+        inside = view.filtered(chosen)
+        assert level_weights(inside, "mid", None) == {"mid_dense": 0.0, "mid_lexical": 1.0}
+        assert rrf_weights(inside)["mid_lexical"] == 16.0  # no weights of its own inside: the store's
+    assert level_weights(view.filtered(DocFilter.of(language="en")), "mid", None)["mid_dense"] == 1.0
+    snapshot.close()
+
+
+def test_each_adapted_fusion_ranks_its_pseudo_queries_at_least_as_well_as_its_own_levels_lists(tmp_path):
+    from granrag_mcp.indexing.adapt import own_level_lists
+
+    adaptation = adapted(tmp_path, code_corpus(tmp_path / "codes"), CodeBlindEmbedder())
+    for fusion in ("rrf", "level_broad", "level_mid", "level_narrow"):
+        found = adaptation.measured[fusion]
+        own = own_level_lists(fusion, list(found["alone_mrr"]))
+        if found["fallback"] is None:
+            assert found["mix_mrr"] >= max(found["alone_mrr"][name] for name in own), fusion
+        else:
+            assert found["fallback"] in own
+            assert adaptation.fusions[fusion] == {n: float(n == found["fallback"]) for n in adaptation.fusions[fusion]}
+        assert "within" in found  # four documents: the pseudo-queries were asked inside their own too
+
+
+def test_inside_documents_the_mix_must_beat_its_best_list_by_more_than_the_noise():
+    from granrag_mcp.indexing.adapt import never_below_parts
+
+    rng = np.random.default_rng(0)
+    lexical = rng.random(200)
+    slightly = {"mid_lexical": lexical}
+    mix = lexical + rng.normal(0.0, 0.05, 200)
+    mix += 0.001 - (mix - lexical).mean()  # above the list by 0.001 on average, give or take 0.05 a query
+    assert never_below_parts(mix, slightly) is None  # across the store: above is enough
+    assert never_below_parts(mix, slightly, clearly=True) == "mid_lexical"
+    assert never_below_parts(mix + 0.2, slightly, clearly=True) is None
+
+
+def test_inside_documents_search_fused_follows_its_own_levels_choice(tmp_path):
+    adaptation = adapted(tmp_path, code_corpus(tmp_path / "codes"), CodeBlindEmbedder())
+    level_inside = adaptation.weights("level_mid", within_documents=True)
+    fused_inside = adaptation.weights("rrf", within_documents=True)
+    if "level_mid@within" in adaptation.fusions and adaptation.measured["rrf"]["within"]["fallback"] is None:
+        assert fused_inside == {n: level_inside.get(n, 0.0) for n in adaptation.fusions["rrf"]}
+    assert set(fused_inside) == set(adaptation.fusions["rrf"])

@@ -327,3 +327,64 @@ def test_text_without_terminators_or_newlines_is_at_most_one_sentence(text: str)
 )
 def test_a_list_number_stays_with_its_item(text, expected):
     assert [text[a:b] for a, b in split_sentences(text)] == expected
+
+
+LEGAL_SENTENCE = (
+    "If it is impossible for You to comply with any of the terms of this\n"
+    "License with respect to some or all of the Covered Software due to\n"
+    "statute, judicial order, or regulation then You must: (a) comply with\n"
+    "the terms of this License to the maximum extent possible; and (b)\n"
+    "describe the limitations and the code they affect."
+)
+
+
+def test_a_wrapped_line_before_a_capitalised_term_is_not_a_title() -> None:
+    # a short line before a capital is still a title; a line as long as wrapped prose is not
+    assert sentences("A Title Line\nThe text starts here.") == ["A Title Line", "The text starts here."]
+    assert sentences(LEGAL_SENTENCE)[0].startswith(
+        "If it is impossible for You to comply with any of the terms of this\n"
+    )
+
+
+def test_a_long_sentence_parts_at_its_enumeration_and_semicolons() -> None:
+    assert sentences(LEGAL_SENTENCE) == [
+        "If it is impossible for You to comply with any of the terms of this\n"
+        "License with respect to some or all of the Covered Software due to\n"
+        "statute, judicial order, or regulation then You must:",
+        "(a) comply with\nthe terms of this License to the maximum extent possible; and",
+        "(b)\ndescribe the limitations and the code they affect.",
+    ]
+    semicolons = "; ".join(f"the {n} clause names a distinct duty of the party here" for n in range(5)) + "."
+    assert sentences(semicolons) == [semicolons]  # no enumeration: a scientific sentence's semicolons stay
+    enumerated = "You must: (a) " + semicolons.replace("; the 2", "; and (b) the 2")
+    assert len(sentences(enumerated)) == 5
+
+
+def test_a_sentence_of_ordinary_length_keeps_its_semicolons_and_references() -> None:
+    short = "The trial enrolled adults; children were excluded (a) by design."
+    assert sentences(short) == [short]
+    long = "As stated in Section 2.1(a) and paragraph 4(b) above, " + " ".join(["every word counts"] * 14) + "."
+    assert sentences(long) == [long]  # an enumerator glued to a reference opens no clause
+
+
+def test_a_clause_too_short_stays_with_its_neighbour() -> None:
+    text = "x; " + " ".join(["long words of one clause"] * 9) + "; y."
+    assert sentences(text) == [text]
+
+
+def test_roman_numerals_open_list_items() -> None:
+    text = "Rights include:\n i. the right to copy a Work;\n ii. moral rights of the author;\niii. publicity rights."
+    assert sentences(text) == [
+        "Rights include:",
+        "i. the right to copy a Work;",
+        "ii. moral rights of the author;",
+        "iii. publicity rights.",
+    ]
+
+
+def test_a_field_label_after_a_long_line_opens_a_sentence() -> None:
+    header = "Authors: Kin, Nathalie; Guerard, Pauline; Diancourt, Laure; Caro, Valerie\nDate: 2017-05-25"
+    assert sentences(header) == [
+        "Authors: Kin, Nathalie; Guerard, Pauline; Diancourt, Laure; Caro, Valerie",
+        "Date: 2017-05-25",
+    ]
