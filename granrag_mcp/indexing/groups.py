@@ -3,7 +3,8 @@ at a time: the pipeline embeds each group and hands it to the generation being b
 records and vectors, before the next group is read.
 
 A group closes once its documents' text reaches `index_group_chars` characters or it holds `GROUP_DOCUMENTS`
-documents; a larger document is a group alone (`GRANRAG_MAX_SENTENCES` bounds it).
+documents; a larger document is a group alone (`GRANRAG_MAX_SENTENCES` bounds it). A run that commits in steps
+(`StepBound`) also closes a group where a step ends, and marks it so, for the pipeline to commit there.
 """
 
 from __future__ import annotations
@@ -35,11 +36,32 @@ PARALLEL_GROUPS = 8
 
 @dataclass
 class DocumentGroup:
-    """Documents read and chunked, in run order; from a parallel engine, with its outcomes (their vectors)."""
+    """Documents read and chunked, in run order; from a parallel engine, with its outcomes (their vectors).
+    `ends_step`: the last group of a step of a run that commits in steps."""
 
     documents: list[NewDocument] = field(default_factory=list)
     prepared: list[PreparedDocument] | None = None  # in the documents' order
     chars: int = 0
+    ends_step: bool = False
+
+
+@dataclass(frozen=True)
+class StepBound:
+    """How much a step of a run that commits in steps reads: `documents` documents or `tokens` tokens, whichever
+    comes first (0: no bound of that kind)."""
+
+    documents: int
+    tokens: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> StepBound | None:
+        """The settings' bound; None where they ask for one generation."""
+        if settings.index_step_documents <= 0 and settings.index_step_tokens <= 0:
+            return None
+        return cls(settings.index_step_documents, settings.index_step_tokens)
+
+    def reached(self, documents: int, tokens: int) -> bool:
+        return 0 < self.documents <= documents or 0 < self.tokens <= tokens
 
 
 def file_slices(changed: Sequence[tuple[SourceFile, str]], chars: int, documents: int) -> Iterator[list]:
@@ -72,9 +94,12 @@ class GroupReader:
         clock: Stopwatch,
         progress: Progress,
         parallel: ParallelStages | None,
+        step: StepBound | None = None,
     ) -> None:
         self.settings, self.tokenizer, self.summary = settings, tokenizer, summary
         self.clock, self.progress, self.parallel = clock, progress, parallel
+        self.step = step
+        self.in_step = (0, 0)  # documents and tokens read since the last step ended
         self.limit = settings.index_group_chars
         self.chunking, self.max_sentences = settings.chunking, settings.max_sentences  # built once, not per file
 
@@ -127,11 +152,21 @@ class GroupReader:
             if group.prepared is not None and outcome is not None:
                 group.prepared.append(outcome)
             group.chars += len(document.text)
-            if group.chars >= self.limit or len(group.documents) >= GROUP_DOCUMENTS:
+            group.ends_step = self._step_ends(document)
+            if group.ends_step or group.chars >= self.limit or len(group.documents) >= GROUP_DOCUMENTS:
                 yield group
                 group = self._empty(outcomes)
         if group.documents:
             yield group
+
+    def _step_ends(self, document: NewDocument) -> bool:
+        """Count `document` into the step; whether the step is full with it."""
+        if self.step is None:
+            return False
+        documents, tokens = self.in_step[0] + 1, self.in_step[1] + document.n_tokens
+        ends = self.step.reached(documents, tokens)
+        self.in_step = (0, 0) if ends else (documents, tokens)
+        return ends
 
     @staticmethod
     def _empty(outcomes: list[PreparedDocument] | None) -> DocumentGroup:
