@@ -89,7 +89,7 @@ def index_paths(
         discovered = list(summary.failed)  # what discovery refused: a second run reports it again, the rest anew
         files = [f for f in found.files if f.doc_id not in exclude]
         # Steps only into an empty store: a store that serves a generation keeps serving all of it until the next.
-        step = StepBound.of(settings) if parallel is None and current_generation(writer.root) is None else None
+        step = StepBound.of(settings) if parallel is None and base is None and not rebuild else None
         try:
             run = _IndexRun(writer, base, settings, embedder_factory, summary, progress, parallel, step=step)
             try:
