@@ -37,7 +37,7 @@ PARALLEL_GROUPS = 8
 @dataclass
 class DocumentGroup:
     """Documents read and chunked, in run order; from a parallel engine, with its outcomes (their vectors).
-    `ends_step`: the last group of a step of a run that commits in steps."""
+    `ends_step`: the last group of a step of a run that commits in steps (never the run's last group)."""
 
     documents: list[NewDocument] = field(default_factory=list)
     prepared: list[PreparedDocument] | None = None  # in the documents' order
@@ -152,7 +152,8 @@ class GroupReader:
             if group.prepared is not None and outcome is not None:
                 group.prepared.append(outcome)
             group.chars += len(document.text)
-            group.ends_step = self._step_ends(document)
+            # The last document ends no step: what it would commit is the run's own commit.
+            group.ends_step = self._step_ends(document) and n + 1 < len(piece)
             if group.ends_step or group.chars >= self.limit or len(group.documents) >= GROUP_DOCUMENTS:
                 yield group
                 group = self._empty(outcomes)

@@ -110,7 +110,8 @@ def index_paths(
         again = IndexSummary(store=Path(settings.store))
         again.unsupported, again.failed = summary.unsupported, discovered
         settings = with_model(settings, MULTILINGUAL_MODEL)
-        run = _IndexRun(writer, None, settings, embedder_factory, again, progress, parallel, restarted=True)
+        # A first run starts again in steps too: the multilingual model's first documents are searchable early.
+        run = _IndexRun(writer, None, settings, embedder_factory, again, progress, parallel, restarted=True, step=step)
         return run.run(files, prune)
 
 
@@ -184,10 +185,7 @@ class _IndexRun:
         )
         with ExitStack() as stack:
             identity = wanted
-            step_due = False
             for group in self._guarded(reader.groups(changed, known)):
-                if step_due:  # only once another group follows: the last step is the whole commit below
-                    self._commit_step(stack, identity, len(changed))
                 self._choose(group)
                 if self.builder is None:  # the first document read: the model's dimension, then the draft
                     dimension = self._dimension(group)  # the model chosen, and loaded
@@ -196,7 +194,8 @@ class _IndexRun:
                         check_identity(self.writer.root, base.manifest, identity)
                     self._open(stack, identity)
                 self._take(group, identity.dimension)
-                step_due = group.ends_step
+                if group.ends_step:  # never the last group: the last step is the whole commit below
+                    self._commit_step(stack, identity, len(changed))
             removed = self._removed(files, known, prune)
             summary.removed = len(removed)
             if self.builder is None:
