@@ -56,8 +56,11 @@ def write_notes(folder: Path, count: int, squad: Path) -> int:
     return chars
 
 
-def serve_once(folder: Path, store: Path, count: int, step_documents: int | None, poll: float) -> dict[str, Any]:
-    """One server over an empty store: the seconds to each milestone, and what it logged."""
+def serve_once(
+    folder: Path, store: Path, count: int, step_documents: int | None, poll: float, first_only: bool = False
+) -> dict[str, Any]:
+    """One server over an empty store: the seconds to each milestone (with `first_only`, to the first hit; the
+    server is then stopped), and what it logged."""
     import anyio
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -89,7 +92,7 @@ def serve_once(folder: Path, store: Path, count: int, step_documents: int | None
                         out["documents_at_first_hit"] = status.get("documents")
                     else:
                         await anyio.sleep(poll)
-                while True:
+                while not first_only:
                     status = await library(client)
                     if "indexing" not in status and status.get("documents") == count and "last_run" in status:
                         break
@@ -97,8 +100,9 @@ def serve_once(folder: Path, store: Path, count: int, step_documents: int | None
                     await client.call_tool("search_narrow", {"query": QUERY, "k": 5})
                     during.append(time.perf_counter() - began)
                     await anyio.sleep(poll)
-                out["in_step_s"] = round(time.perf_counter() - start, 2)
-                out["last_run"] = status["last_run"]["message"]
+                if not first_only:
+                    out["in_step_s"] = round(time.perf_counter() - start, 2)
+                    out["last_run"] = status["last_run"]["message"]
         if during:
             out["search_narrow_while_indexing"] = latency_summary(during)
 
@@ -122,6 +126,9 @@ def main() -> None:
         "--step-documents", type=int, default=None, help="GRANRAG_INDEX_STEP_DOCUMENTS (default: the setting's)"
     )
     parser.add_argument("--compare", action="store_true", help="also serve the same folder as one generation")
+    parser.add_argument(
+        "--first-only", action="store_true", help="stop at the first hit (a large library's first answer alone)"
+    )
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between the client's searches")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args()
@@ -130,7 +137,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "library"
         data["note_chars"] = write_notes(folder, args.notes, args.squad)
-        data["stepped"] = serve_once(folder, Path(tmp) / "stepped", args.notes, args.step_documents, args.poll)
+        data["stepped"] = serve_once(
+            folder, Path(tmp) / "stepped", args.notes, args.step_documents, args.poll, args.first_only
+        )
         if args.compare:
             data["one_generation"] = serve_once(folder, Path(tmp) / "whole", args.notes, 0, args.poll)
     data["load_average_end"] = load_average()
