@@ -293,7 +293,7 @@ class LimitSettings(BaseModel):
         description="A first run into an empty store commits a generation each time it has read this many more "
         "documents (or index_step_tokens more tokens), so that the first documents are searchable while the rest "
         "are indexed; the concept graph and the ranking adaptation are computed over the whole corpus when the "
-        "run ends (0: one generation).",
+        "run ends (0: one generation, whatever index_step_tokens says).",
     )
     index_step_tokens: int = Field(
         100_000,

@@ -48,15 +48,15 @@ class DocumentGroup:
 @dataclass(frozen=True)
 class StepBound:
     """How much a step of a run that commits in steps reads: `documents` documents or `tokens` tokens, whichever
-    comes first (0: no bound of that kind)."""
+    comes first (`tokens` 0: no bound by tokens)."""
 
     documents: int
     tokens: int
 
     @classmethod
     def of(cls, settings: Settings) -> StepBound | None:
-        """The settings' bound; None where they ask for one generation."""
-        if settings.index_step_documents <= 0 and settings.index_step_tokens <= 0:
+        """The settings' bound; None where they ask for one generation (`index_step_documents` 0)."""
+        if settings.index_step_documents <= 0:
             return None
         return cls(settings.index_step_documents, settings.index_step_tokens)
 

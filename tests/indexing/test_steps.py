@@ -83,4 +83,7 @@ def test_the_step_bound_in_tokens(tmp_path) -> None:
     steps = Steps(tmp_path / "store")
     index(docs, tmp_path / "store", FakeTokenEmbedder(), index_step_tokens=200, progress=steps, **OPTIONS)
     assert len(steps.seen) >= 2
+    seen = list(steps.seen)
+    index(docs, tmp_path / "one", FakeTokenEmbedder(), index_step_documents=0, index_step_tokens=200, progress=steps)
+    assert steps.seen == seen  # no documents bound: one generation, whatever the token bound
     assert [held for _, _, held, _, _ in steps.seen] == sorted({held for _, _, held, _, _ in steps.seen})
