@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 GROUP_DOCUMENTS = 4096
 """Documents in one group at most: thousands of tiny files hold more in per-document records than in text."""
+FIRST_STEP_SHARE = 4
+"""The first step of a run that commits in steps reads a quarter of a step's bound, each next one at most what the
+steps before it read together: the first answers come four times sooner, for two or three more commits."""
 PARALLEL_GROUPS = 8
 """Groups a parallel engine gets per call: each call starts its workers' models, so its slices are larger."""
 
@@ -60,8 +63,18 @@ class StepBound:
             return None
         return cls(settings.index_step_documents, settings.index_step_tokens)
 
-    def reached(self, documents: int, tokens: int) -> bool:
-        return 0 < self.documents <= documents or 0 < self.tokens <= tokens
+    def reached(self, documents: int, tokens: int, done: tuple[int, int] | None = None) -> bool:
+        """Whether a step of `documents` and `tokens` is full. With `done` (documents and tokens of the earlier
+        steps, for a run of more files than the bound) the first steps are smaller (`FIRST_STEP_SHARE` of the
+        bound, then what is already committed), so that the first answers come soonest; the steps after go on at
+        the bound."""
+        return _full(documents, self.documents, done and done[0]) or _full(tokens, self.tokens, done and done[1])
+
+
+def _full(count: int, bound: int, done: int | None) -> bool:
+    if bound <= 0:
+        return False
+    return count >= (bound if done is None else min(bound, max(bound // FIRST_STEP_SHARE, done, 1)))
 
 
 def file_slices(changed: Sequence[tuple[SourceFile, str]], chars: int, documents: int) -> Iterator[list]:
@@ -100,6 +113,8 @@ class GroupReader:
         self.clock, self.progress, self.parallel = clock, progress, parallel
         self.step = step
         self.in_step = (0, 0)  # documents and tokens read since the last step ended
+        self.stepped = (0, 0)  # documents and tokens of the steps ended so far
+        self.files = 0  # the changed files of the run
         self.limit = settings.index_group_chars
         self.chunking, self.max_sentences = settings.chunking, settings.max_sentences  # built once, not per file
 
@@ -109,7 +124,7 @@ class GroupReader:
             slices: Iterator[Sequence[tuple[SourceFile, str]]] = iter([changed])
         else:
             slices = file_slices(changed, self.limit * PARALLEL_GROUPS, GROUP_DOCUMENTS * PARALLEL_GROUPS)
-        number = 0
+        number, self.files = 0, len(changed)
         with ExtractionPool(self.settings.limits) as pool:  # a run that stops here kills its workers
             for piece in slices:
                 outcomes: list[PreparedDocument] | None = None
@@ -165,8 +180,12 @@ class GroupReader:
         if self.step is None:
             return False
         documents, tokens = self.in_step[0] + 1, self.in_step[1] + document.n_tokens
-        ends = self.step.reached(documents, tokens)
+        # Smaller first steps only where the run is known to be larger than one step: a run under the bound is
+        # one generation.
+        ends = self.step.reached(documents, tokens, self.stepped if self.files > self.step.documents else None)
         self.in_step = (0, 0) if ends else (documents, tokens)
+        if ends:
+            self.stepped = (self.stepped[0] + documents, self.stepped[1] + tokens)
         return ends
 
     @staticmethod

@@ -81,11 +81,13 @@ def test_the_first_documents_are_searchable_while_the_rest_are_indexed(tmp_path:
     # The first search found documents of a step while the run went on, and the resource said how far it was.
     early = out["early"]
     assert early["indexing"]["of"] == len(NOTES) and early["indexing"]["searchable"] < len(NOTES), early
-    assert early["documents"] == early["indexing"]["searchable"] and early["documents"] % 6 == 0, early
+    assert early["documents"] == early["indexing"]["searchable"], early
     assert {h["doc_id"] for h in out["first"]} <= set(NOTES)
     assert out["status"]["documents"] == len(NOTES) and out["status"]["last_run"]["outcome"] == "committed"
     log = (tmp_path / "server.stderr").read_text()
-    assert f"6 of {len(NOTES)} documents searchable" in log
+    # The first steps are smaller: a quarter of the bound (at least one document), then what is committed.
+    assert f"generation 1 committed: 1 of {len(NOTES)} documents searchable" in log
+    assert f"generation 4 committed: 8 of {len(NOTES)} documents searchable" in log
 
     # The last generation is the one a run in one piece commits over the same folder.
     whole = tmp_path / "whole"
@@ -126,7 +128,7 @@ def test_a_run_killed_between_steps_leaves_its_last_step_servable(tmp_path: Path
         process.kill()
         process.wait(30)
     stepped = served(store)  # every checksum verified
-    assert 0 < len(stepped["documents"]) < len(NOTES) and len(stepped["documents"]) % 6 == 0
+    assert 0 < len(stepped["documents"]) < len(NOTES)
     assert not stepped["graph"]
 
     # The next run indexes the rest and computes the graph over every document.
