@@ -156,7 +156,6 @@ class _IndexRun:
         self.new_ids: list[str] = []  # the documents handed to the generation, in order
         self.next_id = 0
         self.step = step
-        self.steps = 0  # the steps committed
         self.built_on = base  # what the draft is built from: the base, or the run's last step
         self.draft_scope: ExitStack | None = None  # the draft's own context, closed when a step is committed
 
@@ -272,7 +271,6 @@ class _IndexRun:
         with self.clock.stage("commit"):
             draft.publish(identity, counts, self.next_id)
         scope.close()  # the step is current
-        self.steps += 1
         previous, self.built_on = self.built_on, Snapshot.open(self.writer.root)
         stack.callback(self.built_on.close)
         if previous is not None and previous is not self.base:
