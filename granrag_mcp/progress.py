@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import TextIO
 
 from granrag_mcp.levels import FINEST
+
+log = logging.getLogger(__name__)
 
 EXTRACTING = "extracting documents"
 """The stage of reading and chunking the changed documents, counted in files."""
@@ -50,6 +53,17 @@ class Progress:
     def level_written(self, level: str, vectors: int) -> None:
         """One level's indices of the new generation are written (the indexer writes one level after another)."""
         self.message(f"{level}: {vectors} vectors")
+
+    def step_committed(self, generation: int, documents: int, total: int) -> None:
+        """A run that commits in steps made generation `generation` current: `documents` of its `total` changed
+        documents are searchable (the log says so whether or not progress lines are shown)."""
+        log.info(
+            "generation %d committed: %d of %d documents searchable, the rest being indexed",
+            generation,
+            documents,
+            total,
+        )
+        self.message(f"generation {generation} committed: {documents}/{total} documents searchable")
 
     def callback(self, stage: str):
         return lambda done, total: self.update(stage, done, total)

@@ -287,6 +287,21 @@ class LimitSettings(BaseModel):
         description="Characters of document text an index run reads, chunks and embeds at a time (with at most 4,096 "
         "documents), so that its memory is one such group and the index it builds, whatever the number of files.",
     )
+    index_step_documents: int = Field(
+        1_000,
+        ge=0,
+        description="A first run into an empty store commits a generation each time it has read this many more "
+        "documents (or index_step_tokens more tokens; the first steps of a larger run are smaller: a quarter, then "
+        "what is committed), so that the first documents are searchable while the rest are indexed; the concept "
+        "graph and the ranking adaptation are computed over the whole corpus when the run ends (0: one generation, "
+        "whatever index_step_tokens says).",
+    )
+    index_step_tokens: int = Field(
+        100_000,
+        ge=0,
+        description="Tokens of document text after which a first run commits a step (see index_step_documents; 0: no "
+        "bound by tokens).",
+    )
     allow_broad_roots: bool = Field(
         False,
         description="serve --allow-write: accept an allowed root that covers the whole disk or a home folder entire.",

@@ -58,7 +58,7 @@ def index(
     embedder = embedder or FakeEmbedder()
     fields: dict[str, Any] = {"store": store, "model": embedder.name, **chunking.model_dump()}
     fields["vector_mode"] = options.pop("vector_mode", "mean")
-    for name in ("graph", "index_group_chars"):
+    for name in ("graph", "index_group_chars", "index_step_documents", "index_step_tokens"):
         if name in options:
             fields[name] = options.pop(name)
     token_dims = options.pop("token_vector_dims", 0)

@@ -3,7 +3,8 @@ at a time: the pipeline embeds each group and hands it to the generation being b
 records and vectors, before the next group is read.
 
 A group closes once its documents' text reaches `index_group_chars` characters or it holds `GROUP_DOCUMENTS`
-documents; a larger document is a group alone (`GRANRAG_MAX_SENTENCES` bounds it).
+documents; a larger document is a group alone (`GRANRAG_MAX_SENTENCES` bounds it). A run that commits in steps
+(`StepBound`) also closes a group where a step ends, and marks it so, for the pipeline to commit there.
 """
 
 from __future__ import annotations
@@ -29,17 +30,51 @@ log = logging.getLogger(__name__)
 
 GROUP_DOCUMENTS = 4096
 """Documents in one group at most: thousands of tiny files hold more in per-document records than in text."""
+FIRST_STEP_SHARE = 4
+"""The first step of a run that commits in steps reads a quarter of a step's bound, each next one at most what the
+steps before it read together: the first answers come four times sooner, for two or three more commits."""
 PARALLEL_GROUPS = 8
 """Groups a parallel engine gets per call: each call starts its workers' models, so its slices are larger."""
 
 
 @dataclass
 class DocumentGroup:
-    """Documents read and chunked, in run order; from a parallel engine, with its outcomes (their vectors)."""
+    """Documents read and chunked, in run order; from a parallel engine, with its outcomes (their vectors).
+    `ends_step`: the last group of a step of a run that commits in steps (never the run's last group)."""
 
     documents: list[NewDocument] = field(default_factory=list)
     prepared: list[PreparedDocument] | None = None  # in the documents' order
     chars: int = 0
+    ends_step: bool = False
+
+
+@dataclass(frozen=True)
+class StepBound:
+    """How much a step of a run that commits in steps reads: `documents` documents or `tokens` tokens, whichever
+    comes first (`tokens` 0: no bound by tokens)."""
+
+    documents: int
+    tokens: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> StepBound | None:
+        """The settings' bound; None where they ask for one generation (`index_step_documents` 0)."""
+        if settings.index_step_documents <= 0:
+            return None
+        return cls(settings.index_step_documents, settings.index_step_tokens)
+
+    def reached(self, documents: int, tokens: int, done: tuple[int, int] | None = None) -> bool:
+        """Whether a step of `documents` and `tokens` is full. With `done` (documents and tokens of the earlier
+        steps, for a run of more files than the bound) the first steps are smaller (`FIRST_STEP_SHARE` of the
+        bound, then what is already committed), so that the first answers come soonest; the steps after go on at
+        the bound."""
+        return _full(documents, self.documents, done and done[0]) or _full(tokens, self.tokens, done and done[1])
+
+
+def _full(count: int, bound: int, done: int | None) -> bool:
+    if bound <= 0:
+        return False
+    return count >= (bound if done is None else min(bound, max(bound // FIRST_STEP_SHARE, done, 1)))
 
 
 def file_slices(changed: Sequence[tuple[SourceFile, str]], chars: int, documents: int) -> Iterator[list]:
@@ -72,9 +107,14 @@ class GroupReader:
         clock: Stopwatch,
         progress: Progress,
         parallel: ParallelStages | None,
+        step: StepBound | None = None,
     ) -> None:
         self.settings, self.tokenizer, self.summary = settings, tokenizer, summary
         self.clock, self.progress, self.parallel = clock, progress, parallel
+        self.step = step
+        self.in_step = (0, 0)  # documents and tokens read since the last step ended
+        self.stepped = (0, 0)  # documents and tokens of the steps ended so far
+        self.files = 0  # the changed files of the run
         self.limit = settings.index_group_chars
         self.chunking, self.max_sentences = settings.chunking, settings.max_sentences  # built once, not per file
 
@@ -84,7 +124,7 @@ class GroupReader:
             slices: Iterator[Sequence[tuple[SourceFile, str]]] = iter([changed])
         else:
             slices = file_slices(changed, self.limit * PARALLEL_GROUPS, GROUP_DOCUMENTS * PARALLEL_GROUPS)
-        number = 0
+        number, self.files = 0, len(changed)
         with ExtractionPool(self.settings.limits) as pool:  # a run that stops here kills its workers
             for piece in slices:
                 outcomes: list[PreparedDocument] | None = None
@@ -132,11 +172,26 @@ class GroupReader:
             if group.prepared is not None and outcome is not None:
                 group.prepared.append(outcome)
             group.chars += len(document.text)
-            if group.chars >= self.limit or len(group.documents) >= GROUP_DOCUMENTS:
+            # The last document ends no step: what it would commit is the run's own commit.
+            group.ends_step = self._step_ends(document) and n + 1 < len(piece)
+            if group.ends_step or group.chars >= self.limit or len(group.documents) >= GROUP_DOCUMENTS:
                 yield group
                 group = self._empty(outcomes)
         if group.documents:
             yield group
+
+    def _step_ends(self, document: NewDocument) -> bool:
+        """Count `document` into the step; whether the step is full with it."""
+        if self.step is None:
+            return False
+        documents, tokens = self.in_step[0] + 1, self.in_step[1] + document.n_tokens
+        # Smaller first steps only where the run is known to be larger than one step: a run under the bound is
+        # one generation.
+        ends = self.step.reached(documents, tokens, self.stepped if self.files > self.step.documents else None)
+        self.in_step = (0, 0) if ends else (documents, tokens)
+        if ends:
+            self.stepped = (self.stepped[0] + documents, self.stepped[1] + tokens)
+        return ends
 
     @staticmethod
     def _empty(outcomes: list[PreparedDocument] | None) -> DocumentGroup:

@@ -1,6 +1,11 @@
 """The index run, one transaction over the store: the changed documents found, then read, chunked and embedded in
 bounded groups (indexing/groups.py), each handed to the new generation as it is done, which is committed whole at
 the end (store/generation.py). A run that stops anywhere leaves the store as it was.
+
+A first run into an empty store commits in steps (`index_step_documents`, `index_step_tokens`): each step is a
+generation of the documents read so far, without the concept graph and the ranking adaptation, so that the first
+documents are searchable while the rest are read; the last step is the generation a run in one piece commits,
+graph and adaptation computed over every document. A run that stops anywhere leaves the last step current.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from granrag_mcp.indexing.adapt_beside import Adapting, CoreMeter
 from granrag_mcp.indexing.discovery import SourceFile, discover, file_hash, text_of
 from granrag_mcp.indexing.documents import assign_ids, embed_levels, token_projection, token_reducer
 from granrag_mcp.indexing.formats import format_list
-from granrag_mcp.indexing.groups import DocumentGroup, GroupReader
+from granrag_mcp.indexing.groups import DocumentGroup, GroupReader, StepBound
 from granrag_mcp.indexing.parallel import ParallelStages, dimension_of, gather_vectors
 from granrag_mcp.indexing.semantic_chunking import semantic_documents
 from granrag_mcp.indexing.summary import IndexSummary, Stopwatch
@@ -83,8 +88,10 @@ def index_paths(
             base = Snapshot.open(writer.root)
         discovered = list(summary.failed)  # what discovery refused: a second run reports it again, the rest anew
         files = [f for f in found.files if f.doc_id not in exclude]
+        # Steps only into an empty store: a store that serves a generation keeps serving all of it until the next.
+        step = StepBound.of(settings) if parallel is None and base is None and not rebuild else None
         try:
-            run = _IndexRun(writer, base, settings, embedder_factory, summary, progress, parallel)
+            run = _IndexRun(writer, base, settings, embedder_factory, summary, progress, parallel, step=step)
             try:
                 return run.run(files, prune)
             except _Multilingual:
@@ -103,7 +110,8 @@ def index_paths(
         again = IndexSummary(store=Path(settings.store))
         again.unsupported, again.failed = summary.unsupported, discovered
         settings = with_model(settings, MULTILINGUAL_MODEL)
-        run = _IndexRun(writer, None, settings, embedder_factory, again, progress, parallel, restarted=True)
+        # A first run starts again in steps too: the multilingual model's first documents are searchable early.
+        run = _IndexRun(writer, None, settings, embedder_factory, again, progress, parallel, restarted=True, step=step)
         return run.run(files, prune)
 
 
@@ -121,6 +129,7 @@ class _IndexRun:
         progress: Progress | None,
         parallel: ParallelStages | None,
         restarted: bool = False,
+        step: StepBound | None = None,
     ) -> None:
         # `auto`: the model is the base's (the English model for a new store) until the documents ask for another;
         # `restarted`: a run started again with the multilingual model that `auto` chose.
@@ -146,6 +155,9 @@ class _IndexRun:
         self.builder: GenerationBuilder | None = None
         self.new_ids: list[str] = []  # the documents handed to the generation, in order
         self.next_id = 0
+        self.step = step
+        self.built_on = base  # what the draft is built from: the base, or the run's last step
+        self.draft_scope: ExitStack | None = None  # the draft's own context, closed when a step is committed
 
     def run(self, files: list[SourceFile], prune: bool) -> IndexSummary:
         base, summary = self.base, self.summary
@@ -167,7 +179,9 @@ class _IndexRun:
         known = base.catalog.content_hashes() if base else {}
         self.absent = set(known) - {f.doc_id for f in files}
         changed = self._diff(files, known)
-        reader = GroupReader(self.settings, self.tokenizer, summary, self.clock, self.progress, self.parallel)
+        reader = GroupReader(
+            self.settings, self.tokenizer, summary, self.clock, self.progress, self.parallel, self.step
+        )
         with ExitStack() as stack:
             identity = wanted
             for group in self._guarded(reader.groups(changed, known)):
@@ -179,6 +193,8 @@ class _IndexRun:
                         check_identity(self.writer.root, base.manifest, identity)
                     self._open(stack, identity)
                 self._take(group, identity.dimension)
+                if group.ends_step:  # never the last group: the last step is the whole commit below
+                    self._commit_step(stack, identity, len(changed))
             removed = self._removed(files, known, prune)
             summary.removed = len(removed)
             if self.builder is None:
@@ -235,11 +251,32 @@ class _IndexRun:
 
     def _open(self, stack: ExitStack, identity: StoreIdentity) -> None:
         """The draft of the new generation, its builder, and the first chunk id it numbers from."""
-        self.draft = stack.enter_context(new_generation(self.writer, self.base))
-        self.builder = GenerationBuilder(self.draft.folder, self.base, identity.dimension, self.projection)
-        stack.callback(self.builder.close)  # a build stopped before it finished lets go of its catalog first
+        self._open_draft(stack, identity)
         self.next_id = first_free_chunk_id(self.writer, self.base)
         self.summary.new_chunks = {level: 0 for level in LEVELS}
+
+    def _open_draft(self, stack: ExitStack, identity: StoreIdentity) -> None:
+        scope = self.draft_scope = stack.enter_context(ExitStack())
+        self.draft = scope.enter_context(new_generation(self.writer, self.built_on))
+        self.builder = GenerationBuilder(self.draft.folder, self.built_on, identity.dimension, self.projection)
+        scope.callback(self.builder.close)  # a build stopped before it finished lets go of its catalog first
+
+    def _commit_step(self, stack: ExitStack, identity: StoreIdentity, total: int) -> None:
+        """Publish what is built so far as a generation without the graph and the adaptation (the last step
+        computes them over every document), and build on from it: its chunk ids go on from the step's."""
+        draft, builder, scope = self.draft, self.builder, self.draft_scope
+        assert draft is not None and builder is not None and scope is not None
+        with self.clock.stage("index"):
+            counts = builder.finish(self.progress)
+        with self.clock.stage("commit"):
+            draft.publish(identity, counts, self.next_id)
+        scope.close()  # the step is current
+        previous, self.built_on = self.built_on, Snapshot.open(self.writer.root)
+        stack.callback(self.built_on.close)
+        if previous is not None and previous is not self.base:
+            previous.close()
+        self.progress.step_committed(draft.number, len(self.new_ids), total)
+        self._open_draft(stack, identity)
 
     def _working(self) -> AbstractContextManager[None]:
         """Reading and embedding while the draft is open: their failures are not the store's (`Draft.working`)."""
@@ -320,6 +357,7 @@ class _IndexRun:
             if self.settings.graph:
                 with self.clock.stage("graph"):
                     adaptation.start(counts.get(FINEST, 0))
+                    # Over the run's base, not its steps (which have no graph): the graph a run in one piece builds.
                     write_graph(draft, self.base, self.new_ids, embedder.embed, identity.dimension, self.progress)
             with self.clock.stage("adapt"):
                 adaptation.wait()

@@ -13,6 +13,9 @@ written, or an editor's save in several steps (a temporary file renamed over the
 hidden names and editors' temporary files (swap, backup, lock and partial-download names) start no run. Before a
 run, a walk compares every file's size and times with those at the last run: a batch that changed no document
 file (an unsupported file, a temporary one) ends there, without hashing or opening the store.
+
+A first run into an empty store commits in steps (see indexing/pipeline.py): each step is passed on as it is
+committed, and `running.searchable` says how much of the run is already searchable.
 """
 
 from __future__ import annotations
@@ -101,12 +104,15 @@ class LibraryFilter:
 
 class _StoppableProgress(Progress):
     """The run's progress (on stderr where enabled), and the stop request checked at each step; `stage` is the
-    latest step, for whoever reports how far the run is."""
+    latest step and `searchable` the documents committed of the run's total once a first run has committed a step,
+    for whoever reports how far the run is; `on_step` is told each step's generation."""
 
-    def __init__(self, stop: threading.Event, enabled: bool) -> None:
+    def __init__(self, stop: threading.Event, enabled: bool, on_step: Callable[[int], None] | None = None) -> None:
         super().__init__(enabled=enabled)
         self._stop = stop
+        self._on_step = on_step
         self.stage = "starting"
+        self.searchable: tuple[int, int] | None = None
 
     def _check(self, stage: str) -> None:
         self.check()
@@ -127,6 +133,13 @@ class _StoppableProgress(Progress):
     def message(self, text: str) -> None:
         self._check(text)
         super().message(text)
+
+    def step_committed(self, generation: int, documents: int, total: int) -> None:
+        super().step_committed(generation, documents, total)
+        self.searchable = (documents, total)
+        if self._on_step is not None:
+            self._on_step(generation)
+        self._check(f"generation {generation} committed, indexing the rest")
 
 
 class LibrarySync:
@@ -162,6 +175,8 @@ class LibrarySync:
         self._warned: set[tuple[Path, str]] = set()  # special files and broken links warned of once
         self.running: _StoppableProgress | None = None
         self.last: SyncPass | None = None
+        self.on_step: Callable[[SyncPass], None] | None = None
+        """Told of each step a first run commits (`run`'s `on_pass`), so that it is served before the run ends."""
 
     def _embedder_once(self) -> Embedder:
         if self._embedder is None:
@@ -190,7 +205,7 @@ class LibrarySync:
         state = self.state()
         if state == self._synced:
             return self._record(SyncPass("unchanged", "no document file changed"))
-        progress = self.running = _StoppableProgress(self.stop, self._show_progress)
+        progress = self.running = _StoppableProgress(self.stop, self._show_progress, self._stepped)
         started = time.monotonic()
         exclude = {doc_id for doc_id, seen in self._failing.items() if state.get(doc_id) == seen}
         try:
@@ -219,6 +234,10 @@ class LibrarySync:
         if summary.committed:
             return self._record(SyncPass("committed", f"generation {summary.generation} committed: {counts}", summary))
         return self._record(SyncPass("unchanged", f"generation {summary.generation} stays current: {counts}", summary))
+
+    def _stepped(self, generation: int) -> None:
+        if self.on_step is not None:
+            self.on_step(SyncPass("committed", f"generation {generation} committed: a step of the first run"))
 
     def _note_failures(self, state: FileState, exclude: set[str], summary: IndexSummary) -> None:
         """Remember the files this run could not read (a slow or hostile file included), as they stand, so that
@@ -281,6 +300,7 @@ class LibrarySync:
         errors other than a busy store are raised (the store does not fit the settings, for one)."""
         import watchfiles  # the watcher only where a library is watched
 
+        self.on_step = on_pass
         try:
             first = self.sync(strict=True)
         except SyncStopped:

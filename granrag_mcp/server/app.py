@@ -119,7 +119,7 @@ def register_all(server: MCPServer, settings: Settings) -> ModuleType:
         from granrag_mcp.server.tools import write
 
         write.register(server, settings.max_tokens)
-    resources.register(server)
+    resources.register(server, library=bool(settings.library))
     return resources
 
 

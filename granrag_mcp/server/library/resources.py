@@ -30,6 +30,8 @@ from granrag_mcp.server.schemas.results import clip_path
 log = logging.getLogger(__name__)
 
 DOCUMENT_TEMPLATE = "granrag://documents/{+doc_id}{?page}"
+LIBRARY_URI = "granrag://library"
+"""`serve --library`: what the library holds and how far its sync is."""
 CHUNK_TEMPLATE = "granrag://chunks/{chunk_id}"
 PAGE_CHARS = 50_000
 """Characters of a document per resource read: long documents are read page by page (`?page=2`...)."""
@@ -48,7 +50,10 @@ def pages_of(n_chars: int) -> int:
     return max(1, -(-n_chars // PAGE_CHARS))
 
 
-def register(server: MCPServer) -> None:
+def register(server: MCPServer, library: bool = False) -> None:
+    """Documents and chunks as resources; with `library` (a server that keeps folders in step), the library's
+    status too."""
+
     @server.resource(
         DOCUMENT_TEMPLATE,
         name="document",
@@ -93,6 +98,50 @@ def register(server: MCPServer) -> None:
             return view.get_chunks([chunk_id])[0].text
         except GranragError as exc:
             raise ResourceNotFoundError(str(exc)) from None
+
+    if library:
+
+        @server.resource(
+            LIBRARY_URI,
+            name="library",
+            title="Library status",
+            mime_type="application/json",
+            description="What the library folders' index holds and how far its sync is, as JSON: the generation "
+            "served and its documents; while a run is going on, its stage, and for a first run that commits in "
+            "steps, the documents already searchable of those it indexes; the last run's outcome.",
+        )
+        def read_library() -> str:
+            # A static resource is read without the server's state: `read_with_outline` puts the status in.
+            return "{}"
+
+
+def library_status(holder: EngineHolder) -> dict[str, Any]:
+    """The library's status: the generation served, its documents, the run in progress and the last run."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    status: dict[str, Any] = {"folders": [str(folder) for folder in holder.settings.library]}
+    try:
+        empty = holder.empty() if holder.ready() else None
+    except ToolError as exc:  # the index could not be loaded
+        status["error"] = str(exc)
+        empty = None
+    if empty is None:
+        status["loading"] = "error" not in status
+    elif not empty:
+        view, _ = holder.view()
+        status["generation"] = view.snapshot.generation
+        status["documents"] = view.snapshot.manifest.counts.get("documents", 0)
+    sync = holder.library
+    running = sync.running if sync is not None else None
+    if running is not None:
+        status["indexing"] = {"stage": running.stage}
+        if running.searchable is not None:
+            searchable, total = running.searchable
+            status["indexing"].update(searchable=searchable, of=total)
+    last = sync.last if sync is not None else None
+    if last is not None:
+        status["last_run"] = {"outcome": last.outcome, "message": last.message}
+    return status
 
 
 def _view(ctx: Context[Any, Any]):
@@ -213,12 +262,16 @@ def _within(numbers: list[int], chars: int) -> int:
 
 
 async def read_with_outline(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Add the outline to the SDK's answer to `resources/read` of a document's first page (the server's middleware
-    calls it for that method only)."""
+    """Add the outline to the SDK's answer to `resources/read` of a document's first page, and the library's status
+    to a read of LIBRARY_URI (the server's middleware calls it for that method only)."""
     result = await call_next(ctx)
     holder = ctx.lifespan_context
     uri = (ctx.params or {}).get("uri")
     if not isinstance(result, dict) or not isinstance(holder, EngineHolder) or not isinstance(uri, str):
+        return result
+    if uri == LIBRARY_URI and holder.settings.library:
+        status = await anyio.to_thread.run_sync(library_status, holder)
+        result["contents"] = [{"uri": uri, "mimeType": "application/json", "text": json.dumps(status, indent=1)}]
         return result
     parts = urlsplit(uri)
     if not uri.startswith(DOCUMENT_PREFIX) or parse_qs(parts.query).get("page", ["1"]) != ["1"]:

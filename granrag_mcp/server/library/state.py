@@ -87,6 +87,10 @@ class EngineHolder:
         finally:
             self._ready.set()
 
+    def ready(self) -> bool:
+        """Whether the engine's build has ended (ready, or failed: `engine` says which)."""
+        return self._ready.is_set()
+
     def engine(self, timeout: float = ENGINE_WAIT_SECONDS) -> Engine:
         self.start()
         if not self._ready.wait(timeout):
