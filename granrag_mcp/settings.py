@@ -291,10 +291,10 @@ class LimitSettings(BaseModel):
         1_000,
         ge=0,
         description="A first run into an empty store commits a generation each time it has read this many more "
-        "documents (or index_step_tokens more tokens; the first steps of a larger run are smaller: a quarter, then "
-        "what is committed), so that the first documents are searchable while the rest are indexed; the concept "
-        "graph and the ranking adaptation are computed over the whole corpus when the run ends (0: one generation, "
-        "whatever index_step_tokens says).",
+        "documents (or index_step_tokens more tokens; a larger run's first step is a quarter of this, and each next "
+        "step reads as much as is committed, so steps double), so that the first documents are searchable while the "
+        "rest are indexed; the concept graph and the ranking adaptation are computed over the whole corpus when the "
+        "run ends (0: one generation, whatever index_step_tokens says).",
     )
     index_step_tokens: int = Field(
         100_000,

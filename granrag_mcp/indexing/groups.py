@@ -31,8 +31,9 @@ log = logging.getLogger(__name__)
 GROUP_DOCUMENTS = 4096
 """Documents in one group at most: thousands of tiny files hold more in per-document records than in text."""
 FIRST_STEP_SHARE = 4
-"""The first step of a run that commits in steps reads a quarter of a step's bound, each next one at most what the
-steps before it read together: the first answers come four times sooner, for two or three more commits."""
+"""The first step of a run larger than a step reads a quarter of the bound, each next one as much as the steps before
+it read together: the first answers come four times sooner, and since every step rewrites the store so far, steps
+that double keep a run's commits to about log2 of its size and its rewriting to about twice the final store's."""
 PARALLEL_GROUPS = 8
 """Groups a parallel engine gets per call: each call starts its workers' models, so its slices are larger."""
 
@@ -65,16 +66,15 @@ class StepBound:
 
     def reached(self, documents: int, tokens: int, done: tuple[int, int] | None = None) -> bool:
         """Whether a step of `documents` and `tokens` is full. With `done` (documents and tokens of the earlier
-        steps, for a run of more files than the bound) the first steps are smaller (`FIRST_STEP_SHARE` of the
-        bound, then what is already committed), so that the first answers come soonest; the steps after go on at
-        the bound."""
+        steps, for a run of more files than the bound) the first step is smaller (`FIRST_STEP_SHARE` of the bound)
+        so that the first answers come soonest, and each next one reads what is already committed, so steps double."""
         return _full(documents, self.documents, done and done[0]) or _full(tokens, self.tokens, done and done[1])
 
 
 def _full(count: int, bound: int, done: int | None) -> bool:
     if bound <= 0:
         return False
-    return count >= (bound if done is None else min(bound, max(bound // FIRST_STEP_SHARE, done, 1)))
+    return count >= (bound if done is None else max(bound // FIRST_STEP_SHARE, done, 1))
 
 
 def file_slices(changed: Sequence[tuple[SourceFile, str]], chars: int, documents: int) -> Iterator[list]:

@@ -50,10 +50,10 @@ def test_a_first_run_commits_in_steps_and_ends_with_the_one_piece_generation(tmp
     whole = index(docs, tmp_path / "whole", FakeTokenEmbedder(), index_step_documents=0, **OPTIONS)
     steps = Steps(tmp_path / "stepped")
     stepped = index(docs, tmp_path / "stepped", FakeTokenEmbedder(), index_step_documents=4, progress=steps, **OPTIONS)
-    # 16 documents, 4 a step: the first steps smaller (a quarter of the bound, then what is committed), steps of 1,
-    # 2, 4, 8 and 12 documents, each searchable without the graph and the adaptation, then the whole run.
-    assert steps.seen == [(n + 1, held, held, False, False) for n, held in enumerate([1, 2, 4, 8, 12])]
-    assert (whole.generation, stepped.generation) == (1, 6)
+    # 16 documents, 4 a step: the first a quarter of the bound, each next as large as what is committed, so steps
+    # of 1, 2, 4 and 8 documents, each searchable without the graph and the adaptation, then the whole run.
+    assert steps.seen == [(n + 1, held, held, False, False) for n, held in enumerate([1, 2, 4, 8])]
+    assert (whole.generation, stepped.generation) == (1, 5)
     assert (stepped.added, stepped.new_chunks) == (whole.added, whole.new_chunks)
     assert_same(stored(tmp_path / "whole"), stored(tmp_path / "stepped"))
     final = [Snapshot.open(tmp_path / name) for name in ("whole", "stepped")]

@@ -85,7 +85,7 @@ def test_the_first_documents_are_searchable_while_the_rest_are_indexed(tmp_path:
     assert {h["doc_id"] for h in out["first"]} <= set(NOTES)
     assert out["status"]["documents"] == len(NOTES) and out["status"]["last_run"]["outcome"] == "committed"
     log = (tmp_path / "server.stderr").read_text()
-    # The first steps are smaller: a quarter of the bound (at least one document), then what is committed.
+    # The first step is a quarter of the bound (at least one document), each next one as large as what is committed.
     assert f"generation 1 committed: 1 of {len(NOTES)} documents searchable" in log
     assert f"generation 4 committed: 8 of {len(NOTES)} documents searchable" in log
 
