@@ -15,6 +15,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Collection
 
+from granrag_mcp.levels import LEVELS, list_name
+from granrag_mcp.retrieval.fusion import FusionUsed
 from granrag_mcp.text.language import UNDETERMINED, detect_language
 
 DEFAULT_SCRIPT = "LATIN"
@@ -77,3 +79,19 @@ def words_can_match(query: str, languages: Collection[str | None]) -> bool:
         return True
     language = detect_language(query)
     return language == UNDETERMINED or language in languages
+
+
+LEXICAL_LISTS = frozenset(list_name(level, "lexical") for level in LEVELS)
+"""The BM25 lists of a fusion, which are empty for a query whose words cannot match."""
+
+
+def lists_fused(used: FusionUsed | None, words_match: bool) -> FusionUsed | None:
+    """What a fused search reports it fused: `used` as it is, or without the BM25 lists' weights and depths when
+    the query's words cannot match (`words_can_match`), since those lists were empty and fused nothing."""
+    if used is None or words_match:
+        return used
+    return FusionUsed(
+        {name: weight for name, weight in used.weights.items() if name not in LEXICAL_LISTS},
+        {name: depth for name, depth in used.depths.items() if name not in LEXICAL_LISTS},
+        used.rrf_k,
+    )
