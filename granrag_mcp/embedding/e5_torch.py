@@ -155,7 +155,8 @@ def build_module(weights: E5Weights) -> BertModule:
     """`BertModule` holding the file's weights: matrices dequantised to float32, the word table left in 4 bits."""
     config = weights.config
     hidden = config["hidden_size"]
-    module = BertModule({**config, "vocab_size": 1})  # its float word table is replaced just below
+    with torch.device("meta"):  # no random initial weights: every one is assigned from the file below
+        module = BertModule({**config, "vocab_size": 1})  # its float word table is replaced just below
     module.word = QuantisedEmbedding(weights.tensors["emb.word"], hidden)  # type: ignore[assignment]
     t = weights.tensors
 
@@ -175,8 +176,9 @@ def build_module(weights: E5Weights) -> BertModule:
     inner = config["intermediate_size"]
     for i in range(config["num_hidden_layers"]):
         theirs, ours = f"l{i}.", f"layers.{i}."
-        state[ours + "qkv.weight"] = torch.cat([matrix(theirs + p + ".w", hidden) for p in LAYER_PARTS])
-        state[ours + "qkv.bias"] = torch.cat([vector(theirs + p + ".b") for p in LAYER_PARTS])
+        qkv = np.concatenate([t[theirs + part + ".w"].reshape(-1) for part in LAYER_PARTS])
+        state[ours + "qkv.weight"] = torch.from_numpy(dequantise(qkv, hidden))
+        state[ours + "qkv.bias"] = torch.from_numpy(np.concatenate([t[theirs + part + ".b"] for part in LAYER_PARTS]))
         state[ours + "attention_out.weight"] = matrix(theirs + "ao.w", hidden)
         state[ours + "attention_out.bias"] = vector(theirs + "ao.b")
         state[ours + "attention_norm.weight"] = vector(theirs + "aln.w")
@@ -187,7 +189,7 @@ def build_module(weights: E5Weights) -> BertModule:
         state[ours + "down.bias"] = vector(theirs + "fo.b")
         state[ours + "out_norm.weight"] = vector(theirs + "oln.w")
         state[ours + "out_norm.bias"] = vector(theirs + "oln.b")
-    module.load_state_dict(state, strict=True)
+    module.load_state_dict(state, strict=True, assign=True)
     return module
 
 
