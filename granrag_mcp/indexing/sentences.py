@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -231,6 +231,8 @@ class _ScriptPatterns:
     """Where another script's sentence ends: the position after the match."""
     before_unspaced: re.Pattern[str] | None
     """A Latin ". ! ?" right before the letters of a script that writes no space between sentences."""
+    segmented: tuple[tuple[re.Pattern[str], Callable[[str], Sequence[int]]], ...] = ()
+    """For each script with a segmenter: a run of its letters and inner spaces, and the segmenter of such a run."""
 
 
 @lru_cache(maxsize=1)
@@ -251,11 +253,17 @@ def _script_patterns() -> _ScriptPatterns:
         if rule.space_ends_sentences:
             alternatives.append(f"(?<=[{rule.letters}])\\s++(?=[{rule.letters}])")
     unspaced = "".join(rule.letters for rule in rules() if rule.unspaced)
+    segmented = tuple(
+        (re.compile(f"[{rule.letters}]++(?:[ \\t]++[{rule.letters}]++)*+"), rule.segmenter)
+        for rule in rules()
+        if rule.segmenter is not None
+    )
     return _ScriptPatterns(
         terminators=stops,
         closers=closers,
         boundary=re.compile("|".join(alternatives)) if alternatives else None,
         before_unspaced=re.compile(f"(?<![.!?…])[.!?…]++(?=[{unspaced}])") if unspaced else None,
+        segmented=segmented,
     )
 
 
@@ -271,9 +279,21 @@ def _candidates(text: str, block_start: int, block_end: int) -> Iterator[tuple[i
     ]
     if patterns.boundary is not None:
         streams.append((match.end(), None) for match in patterns.boundary.finditer(text, block_start, block_end))
+    for run, segmenter in patterns.segmented:
+        streams.append(_segmented_ends(text, block_start, block_end, run, segmenter))
     if len(streams) == 1:
         return streams[0]
     return heapq.merge(*streams, key=lambda candidate: candidate[0])
+
+
+def _segmented_ends(
+    text: str, block_start: int, block_end: int, run: re.Pattern[str], segmenter: Callable[[str], Sequence[int]]
+) -> Iterator[tuple[int, re.Match[str] | None]]:
+    """The sentence ends a script's segmenter finds inside each run of that script's text (always ends)."""
+    for match in run.finditer(text, block_start, block_end):
+        for offset in segmenter(match.group()):
+            if 0 < offset < len(match.group()):
+                yield match.start() + offset, None
 
 
 def _split_block(text: str, block_start: int, block_end: int, spans: list[Span]) -> None:

@@ -1,0 +1,44 @@
+"""Thai: no sentence punctuation, and a space parts sentences and clauses alike (words run together inside both).
+
+Where PyThaiNLP is installed (the `thai` extra), its CRF sentence segmenter (CRFCut, trained on TED subtitles,
+its model shipped in the wheel) decides which spaces end a sentence; without it every space between two Thai
+letters does, which cuts clauses too (about four sentences where a reader sees one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+from granrag_mcp.indexing.sentence_rules.rule import ScriptRule
+
+LETTERS = "\u0e00-\u0e7f"
+_SPACE = re.compile(r"\s+")
+
+
+@lru_cache(maxsize=1)
+def _segmenter() -> Callable[[str], list[str]] | None:
+    """PyThaiNLP's CRFCut, loaded on the first Thai text, or None where PyThaiNLP or its CRF runtime is absent."""
+    try:
+        from pythainlp.tokenize import crfcut
+    except ImportError:
+        return None
+    return crfcut.segment
+
+
+def sentence_ends(run: str) -> Sequence[int]:
+    """The offsets in a run of Thai text (letters and the spaces between them) where its sentences end."""
+    segment = _segmenter()
+    if segment is not None:
+        sentences = segment(run)
+        if "".join(sentences) == run:
+            ends, at = [], 0
+            for sentence in sentences:
+                at += len(sentence)
+                ends.append(at)
+            return ends
+    return [match.end() for match in _SPACE.finditer(run)]
+
+
+RULE = ScriptRule(name="thai", letters=LETTERS, segmenter=sentence_ends)
