@@ -14,6 +14,9 @@ from functools import lru_cache
 from granrag_mcp.indexing.sentence_rules.rule import ScriptRule
 
 LETTERS = "\u0e00-\u0e7f"
+LONGEST_SEGMENTED = 20_000
+"""Characters of the longest run the segmenter reads (it takes about a second for 10,000 on a busy core); a longer
+run of Thai without a line break is no prose a reader would write, and is cut at every space."""
 _SPACE = re.compile(r"\s+")
 
 
@@ -29,7 +32,7 @@ def _segmenter() -> Callable[[str], list[str]] | None:
 
 def sentence_ends(run: str) -> Sequence[int]:
     """The offsets in a run of Thai text (letters and the spaces between them) where its sentences end."""
-    segment = _segmenter()
+    segment = _segmenter() if len(run) <= LONGEST_SEGMENTED else None
     if segment is not None:
         sentences = segment(run)
         if "".join(sentences) == run:
