@@ -1,12 +1,13 @@
 """Thai: no sentence punctuation, and a space parts sentences and clauses alike (words run together inside both).
 
-Where PyThaiNLP is installed (the `thai` extra), its CRF sentence segmenter (CRFCut, trained on TED subtitles,
+Where PyThaiNLP is installed (a dependency), its CRF sentence segmenter (CRFCut, trained on TED subtitles,
 its model shipped in the wheel) decides which spaces end a sentence; without it every space between two Thai
 letters does, which cuts clauses too (about four sentences where a reader sees one).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -23,6 +24,10 @@ _SPACE = re.compile(r"\s+")
 @lru_cache(maxsize=1)
 def _segmenter() -> Callable[[str], list[str]] | None:
     """PyThaiNLP's CRFCut, loaded on the first Thai text, or None where PyThaiNLP or its CRF runtime is absent."""
+    # Its model is in the wheel: PyThaiNLP may neither download (offline) nor make its data folder in the home
+    # directory (read-only), which it would otherwise do on import.
+    os.environ.setdefault("PYTHAINLP_OFFLINE", "1")
+    os.environ.setdefault("PYTHAINLP_READ_ONLY", "1")
     try:
         from pythainlp.tokenize import crfcut
     except ImportError:
