@@ -12,6 +12,7 @@ a query in the documents' own script never loses its words.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Collection
 
@@ -53,6 +54,9 @@ SCRIPTS: dict[str, frozenset[str]] = {
 """The scripts each language is written in, by the first word of their letters' Unicode names; every other
 language is written in DEFAULT_SCRIPT."""
 
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+"""A number as a question writes it (a year, a count, a decimal), in any script's digits."""
+
 UNTOLD = frozenset({UNDETERMINED, "unknown"})
 """A document's language as the catalog gives it when it could not be told (or the catalog predates languages)."""
 
@@ -66,6 +70,12 @@ def scripts_of(text: str) -> frozenset[str]:
             if name:
                 found.add(name.split(" ", 1)[0])
     return frozenset(found)
+
+
+def numbers_of(query: str) -> str:
+    """The numbers of `query`, space-separated ("" when it has none): the one part of a question in another script
+    whose words can still match the text, since the text writes its years and counts in the same digits."""
+    return " ".join(NUMBER.findall(query))
 
 
 def words_can_match(query: str, languages: Collection[str | None]) -> bool:
