@@ -12,7 +12,7 @@ Two passes, both linear in the length of the text:
 
 Other scripts add their own boundaries (`indexing/sentence_rules`, one module per script
 family): full stops that need no space after them (。 ।), marks that end a sentence only
-between two of the script's words (Greek ";"), and the space between sentences of Thai.
+between two of the script's words (Greek ";"), and the ends a script's own segmenter finds (Thai).
 Text without them splits exactly as above.
 
 Spans are then stripped of surrounding whitespace, so every non-whitespace character of
@@ -291,7 +291,7 @@ def _segmented_ends(
 ) -> Iterator[tuple[int, re.Match[str] | None]]:
     """The sentence ends a script's segmenter finds inside each run of that script's text (always ends)."""
     for match in run.finditer(text, block_start, block_end):
-        for offset in segmenter(match.group()):
+        for offset in sorted(segmenter(match.group())):
             if 0 < offset < len(match.group()):
                 yield match.start() + offset, None
 
