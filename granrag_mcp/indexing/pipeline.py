@@ -55,7 +55,7 @@ def index_paths(
     paths: Sequence[Path],
     settings: Settings,
     *,
-    embedder_factory: Callable[[], Embedder],
+    embedder_factory: Callable[[], Embedder] | None,
     prune: bool = False,
     rebuild: bool = False,
     progress: Progress | None = None,
@@ -68,7 +68,8 @@ def index_paths(
     mode, token vectors, graph, limits). A store with token vectors keeps them on a run that does not ask for them.
     `roots`: the real folders every file must lie in when it is read (None: anywhere). `exclude`: doc ids the
     caller knows cannot be read as they stand (they failed and have not changed since), left out unread.
-    `warned`: the skipped files already warned of (`discover`)."""
+    `warned`: the skipped files already warned of (`discover`). `embedder_factory`: the model, called only when there
+    is work (None: the model the run settles on, loaded then)."""
     summary = IndexSummary(store=Path(settings.store))
     found = discover([Path(p) for p in paths], roots, settings.limits, warned)
     if found.missing:
@@ -124,7 +125,7 @@ class _IndexRun:
         writer: StoreWriter,
         base: Snapshot | None,
         settings: Settings,
-        embedder_factory: Callable[[], Embedder],
+        embedder_factory: Callable[[], Embedder] | None,
         summary: IndexSummary,
         progress: Progress | None,
         parallel: ParallelStages | None,
@@ -241,11 +242,14 @@ class _IndexRun:
             )
 
     def _model_embedder(self) -> Embedder:
-        """The embedder the factory gives, or, where the `auto` choice named another model, that model's."""
+        """The embedder the factory gives, or, where the `auto` choice named another model, that model's; with no
+        factory, the model the run settled on (so an `auto` store in another language loads only its own model)."""
+        from granrag_mcp.embedding.factory import make_embedder
+
+        if self.embedder_factory is None:
+            return make_embedder(self.settings)
         embedder = self.embedder_factory()
         if self.chosen and embedder.name != self.settings.model:
-            from granrag_mcp.embedding.factory import make_embedder
-
             embedder = make_embedder(self.settings)
         return embedder
 

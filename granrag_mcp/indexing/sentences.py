@@ -18,7 +18,7 @@ numerals open list items (`indexing/sentence_rules/long_sentences`).
 
 Other scripts add their own boundaries (`indexing/sentence_rules`, one module per script
 family): full stops that need no space after them (。 ।), marks that end a sentence only
-between two of the script's words (Greek ";"), and the space between sentences of Thai.
+between two of the script's words (Greek ";"), and the ends a script's own segmenter finds (Thai).
 Text without them splits exactly as above.
 
 Spans are then stripped of surrounding whitespace, so every non-whitespace character of
@@ -31,7 +31,7 @@ import heapq
 import itertools
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -298,6 +298,8 @@ class _ScriptPatterns:
     """Where another script's sentence ends: the position after the match."""
     before_unspaced: re.Pattern[str] | None
     """A Latin ". ! ?" right before the letters of a script that writes no space between sentences."""
+    segmented: tuple[tuple[re.Pattern[str], Callable[[str], Sequence[int]]], ...] = ()
+    """For each script with a segmenter: a run of its letters and inner spaces, and the segmenter of such a run."""
 
 
 @lru_cache(maxsize=1)
@@ -318,11 +320,17 @@ def _script_patterns() -> _ScriptPatterns:
         if rule.space_ends_sentences:
             alternatives.append(f"(?<=[{rule.letters}])\\s++(?=[{rule.letters}])")
     unspaced = "".join(rule.letters for rule in rules() if rule.unspaced)
+    segmented = tuple(
+        (re.compile(f"[{rule.letters}]++(?:[ \\t]++[{rule.letters}]++)*+"), rule.segmenter)
+        for rule in rules()
+        if rule.segmenter is not None
+    )
     return _ScriptPatterns(
         terminators=stops,
         closers=closers,
         boundary=re.compile("|".join(alternatives)) if alternatives else None,
         before_unspaced=re.compile(f"(?<![.!?…])[.!?…]++(?=[{unspaced}])") if unspaced else None,
+        segmented=segmented,
     )
 
 
@@ -338,9 +346,21 @@ def _candidates(text: str, block_start: int, block_end: int) -> Iterator[tuple[i
     ]
     if patterns.boundary is not None:
         streams.append((match.end(), None) for match in patterns.boundary.finditer(text, block_start, block_end))
+    for run, segmenter in patterns.segmented:
+        streams.append(_segmented_ends(text, block_start, block_end, run, segmenter))
     if len(streams) == 1:
         return streams[0]
     return heapq.merge(*streams, key=lambda candidate: candidate[0])
+
+
+def _segmented_ends(
+    text: str, block_start: int, block_end: int, run: re.Pattern[str], segmenter: Callable[[str], Sequence[int]]
+) -> Iterator[tuple[int, re.Match[str] | None]]:
+    """The sentence ends a script's segmenter finds inside each run of that script's text (always ends)."""
+    for match in run.finditer(text, block_start, block_end):
+        for offset in sorted(segmenter(match.group())):
+            if 0 < offset < len(match.group()):
+                yield match.start() + offset, None
 
 
 def _split_block(text: str, block_start: int, block_end: int, spans: list[Span]) -> None:

@@ -12,9 +12,12 @@ a query in the documents' own script never loses its words.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Collection
 
+from granrag_mcp.levels import LEVELS, list_name
+from granrag_mcp.retrieval.fusion import FusionUsed
 from granrag_mcp.text.language import UNDETERMINED, detect_language
 
 DEFAULT_SCRIPT = "LATIN"
@@ -51,6 +54,9 @@ SCRIPTS: dict[str, frozenset[str]] = {
 """The scripts each language is written in, by the first word of their letters' Unicode names; every other
 language is written in DEFAULT_SCRIPT."""
 
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+"""A number as a question writes it (a year, a count, a decimal), in any script's digits."""
+
 UNTOLD = frozenset({UNDETERMINED, "unknown"})
 """A document's language as the catalog gives it when it could not be told (or the catalog predates languages)."""
 
@@ -66,6 +72,12 @@ def scripts_of(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def numbers_of(query: str) -> str:
+    """The numbers of `query`, space-separated ("" when it has none): the one part of a question in another script
+    whose words can still match the text, since the text writes its years and counts in the same digits."""
+    return " ".join(NUMBER.findall(query))
+
+
 def words_can_match(query: str, languages: Collection[str | None]) -> bool:
     """Whether the words of `query` can match text in `languages` (the searched documents' ISO 639 codes): False
     only when the query's language is told, is none of them, and the query has no letter in any of their scripts.
@@ -77,3 +89,19 @@ def words_can_match(query: str, languages: Collection[str | None]) -> bool:
         return True
     language = detect_language(query)
     return language == UNDETERMINED or language in languages
+
+
+LEXICAL_LISTS = frozenset(list_name(level, "lexical") for level in LEVELS)
+"""The BM25 lists of a fusion, which are empty for a query whose words cannot match."""
+
+
+def lists_fused(used: FusionUsed | None, words_match: bool) -> FusionUsed | None:
+    """What a fused search reports it fused: `used` as it is, or without the BM25 lists' weights and depths when
+    the query's words cannot match (`words_can_match`), since those lists were empty and fused nothing."""
+    if used is None or words_match:
+        return used
+    return FusionUsed(
+        {name: weight for name, weight in used.weights.items() if name not in LEXICAL_LISTS},
+        {name: depth for name, depth in used.depths.items() if name not in LEXICAL_LISTS},
+        used.rrf_k,
+    )

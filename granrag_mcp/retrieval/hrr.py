@@ -7,10 +7,11 @@ with the sentence lists and mid BM25 (weighted RRF), because a bi-encoder fallba
 worse than the sentences that point into them.
 
 A question whose words cannot match the text (`View.words_match`: another language and script) is ranked from
-vectors alone: its BM25 lists are empty, the mid dense list joins the final fusion in their place, and neither the
-store's adapted weights nor the candidate ranker apply, since both were fitted to questions in the text's own
-language and, on English questions over Chinese, Hindi and Arabic text, put the right passage first less often
-than plain fusion of the dense lists does (notes/38-crosslingual.md).
+vectors and its numbers: its BM25 lists are empty but for the mid level's, which searches the question's numbers
+alone (years and counts are written in the same digits in either language); the mid dense list joins the final
+fusion, and neither the store's adapted weights nor the candidate ranker apply, since both were fitted to
+questions in the text's own language and, on English questions over Chinese, Hindi and Arabic text, put the right
+passage first less often than plain fusion of the dense lists does (notes/38-crosslingual.md, notes/lang.md).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from granrag_mcp.levels import FINEST, Level, list_name, parent_of
 from granrag_mcp.retrieval.candidate_ranking import rank_hrr_candidates
+from granrag_mcp.retrieval.cross_lingual import numbers_of
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.ranking.features import CandidateReads
 from granrag_mcp.retrieval.rerank import RerankResult, require_reranker, rerank_chunks
@@ -36,8 +38,9 @@ SENTENCE_DENSE, SENTENCE_LEXICAL = "sentence_dense", "sentence_lexical"
 CANDIDATE_LEXICAL, CANDIDATE_DENSE = list_name(CANDIDATE_LEVEL, "lexical"), list_name(CANDIDATE_LEVEL, "dense")
 HRR_LISTS = ("rerank", SENTENCE_DENSE, SENTENCE_LEXICAL, CANDIDATE_LEXICAL)
 """The lists of the final fusion, and the names of their weights."""
-DENSE_ONLY_LISTS = ("rerank", SENTENCE_DENSE, CANDIDATE_DENSE)
-"""The lists of the final fusion for a question whose words cannot match the text."""
+CROSS_LINGUAL_LISTS = ("rerank", SENTENCE_DENSE, CANDIDATE_DENSE, CANDIDATE_LEXICAL)
+"""The lists of the final fusion for a question whose words cannot match the text (its mid BM25 list searches the
+question's numbers)."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
@@ -45,10 +48,10 @@ HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ran
 
 def hrr_weights(view: View, weights: Mapping[str, float] | None = None, query: str | None = None) -> dict[str, float]:
     """The weight of every list of HRR's final fusion: the adapted ones, overridden by `weights`, else 1.0; for a
-    `query` whose words cannot match the text, the lists it fuses then (no adapted weights, no BM25 lists)."""
+    `query` whose words cannot match the text, the lists it fuses then (no adapted weights; its numbers' BM25 list)."""
     given = check_weights(weights, HRR_LISTS)
     if query is not None and not view.words_match(query):
-        return {name: (given or {}).get(name, 1.0) for name in DENSE_ONLY_LISTS}
+        return {name: (given or {}).get(name, 1.0) for name in CROSS_LINGUAL_LISTS}
     chosen = view.fusion_weights(HRR_FUSION, given)
     return {name: chosen.get(name, 1.0) for name in HRR_LISTS}
 
@@ -68,9 +71,10 @@ def hrr_lists(
         SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
         SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k),
     }
+    words = view.words_match(query)
     evidence = {
         **view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
-        CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k),
+        CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k) if words else _numbers(view, query, mid_k),
     }
     lists = {**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}
     first = reciprocal_rank_fusion(lists, k=rrf_k)
@@ -80,9 +84,18 @@ def hrr_lists(
     chunks = reads.chunks(candidates + [chunk_id for scored in evidence.values() for chunk_id, _ in scored])
     reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks], reads.sentence_vectors)
     final = {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}
-    if not view.words_match(query):
-        final = {name: final.get(name, lists.get(name, [])) for name in DENSE_ONLY_LISTS}
+    if not words:
+        final = {name: final.get(name, lists.get(name, [])) for name in CROSS_LINGUAL_LISTS}
     return final, reads
+
+
+def _numbers(view: View, query: str, k: int) -> Scored:
+    """The candidate level's BM25 list of the query's numbers alone (empty when it has none): on the first 200
+    English questions over Hindi, Chinese and Arabic text, hrr_search broad MRR@5 rose by 0.005-0.022 with it."""
+    numbers = numbers_of(query)
+    if not numbers:
+        return []
+    return view.snapshot.lexical[CANDIDATE_LEVEL].search(numbers, k, view.allowed(CANDIDATE_LEVEL))
 
 
 def hrr_candidates(

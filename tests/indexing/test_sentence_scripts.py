@@ -1,5 +1,5 @@
 """Sentence boundaries in scripts beyond the cased alphabets: ideographic and fullwidth marks, the danda, Arabic and
-Urdu marks, the Greek question mark, and the space that parts Thai sentences; offsets stay exact."""
+Urdu marks, the Greek question mark, and the Thai segmenter's sentence ends; offsets stay exact."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from granrag_mcp.indexing.sentence_rules import thai
 from granrag_mcp.indexing.sentences import split_sentences
 from tests.indexing.test_sentences import assert_span_invariants, hang_guard
 
@@ -53,8 +54,8 @@ SCRIPTS = [
         id="russian",
     ),
     pytest.param(
-        "แม่น้ำท่วมทุกฤดูใบไม้ผลิ ชาวนาปลูกข้าวเมื่อน้ำลดลง ในปี 1990 มีน้ำมาก",
-        ["แม่น้ำท่วมทุกฤดูใบไม้ผลิ", "ชาวนาปลูกข้าวเมื่อน้ำลดลง", "ในปี 1990 มีน้ำมาก"],
+        "ตลาดน้ำเปิดทุกเช้าวันเสาร์ แม่ค้าพายเรือขายผลไม้และขนม นักท่องเที่ยวมาถ่ายรูปจำนวนมาก",
+        ["ตลาดน้ำเปิดทุกเช้าวันเสาร์ แม่ค้าพายเรือขายผลไม้และขนม", "นักท่องเที่ยวมาถ่ายรูปจำนวนมาก"],
         id="thai",
     ),
     pytest.param("ទន្លេជន់លិចរៀងរាល់ឆ្នាំ។ កសិករដាំស្រូវ។", ["ទន្លេជន់លិចរៀងរាល់ឆ្នាំ។", "កសិករដាំស្រូវ។"], id="khmer"),
@@ -103,3 +104,15 @@ def test_a_greek_letter_as_a_symbol_in_english_does_not_make_a_question() -> Non
         "Cells were treated with tumor necrosis factor alpha (TNF-α; R&D system) for 6 h.",
         "Then they grew.",
     ]
+
+
+def test_a_thai_space_ends_a_sentence_only_where_the_segmenter_says() -> None:
+    # Two clauses of one sentence and a second sentence: a space parts all three, the segmenter the sentences.
+    text = "แม่น้ำท่วมทุกฤดูใบไม้ผลิ ชาวนาปลูกข้าวเมื่อน้ำลดลง ในปี 1990 มีน้ำมาก"
+    assert sentences(text) == ["แม่น้ำท่วมทุกฤดูใบไม้ผลิ ชาวนาปลูกข้าวเมื่อน้ำลดลง", "ในปี 1990 มีน้ำมาก"]
+    assert thai.sentence_ends("ก ข") in ([1], [3], [])  # ends inside a run, never past it
+
+
+def test_a_run_of_thai_longer_than_prose_is_cut_at_every_space() -> None:
+    run = "ก " * (thai.LONGEST_SEGMENTED // 2) + "ข"
+    assert list(thai.sentence_ends(run)) == list(range(2, len(run), 2))

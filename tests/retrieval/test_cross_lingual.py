@@ -7,9 +7,9 @@ import pytest
 
 from granrag_mcp.levels import FINEST
 from granrag_mcp.rerankers import EmbeddingReranker
-from granrag_mcp.retrieval.cross_lingual import scripts_of, words_can_match
+from granrag_mcp.retrieval.cross_lingual import numbers_of, scripts_of, words_can_match
 from granrag_mcp.retrieval.filters import DocFilter
-from granrag_mcp.retrieval.hrr import DENSE_ONLY_LISTS, hrr_candidates, hrr_search, hrr_weights
+from granrag_mcp.retrieval.hrr import CROSS_LINGUAL_LISTS, hrr_candidates, hrr_search, hrr_weights
 from granrag_mcp.retrieval.ranking.features import query_terms
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.store.store import Snapshot
@@ -19,6 +19,7 @@ from tests.helpers import index, write_corpus
 CHINESE = {
     "river.txt": "长江是中国最长的河流，全长六千三百公里。长江流经上海，在上海注入东海。NASA 的卫星拍摄了长江的照片。",
     "tea.txt": "茶叶起源于中国西南部。绿茶和红茶的制作方法不同。中国人喝茶已经有几千年的历史。",
+    "dam.txt": "三峡大坝横跨长江。大坝于2006年建成，坝顶长2335米。水库淹没了许多村庄。",
 }
 ENGLISH_QUESTION = "How long is the Yangtze river according to NASA satellites?"
 CHINESE_QUESTION = "长江有多长？"
@@ -45,6 +46,20 @@ CHINESE_QUESTION = "长江有多长？"
 )
 def test_the_rule(query: str, languages: set[str | None], matches: bool) -> None:
     assert words_can_match(query, languages) is matches
+
+
+def test_a_questions_numbers_are_its_digits() -> None:
+    assert numbers_of("How long, in meters, was the dam finished in 2006: 2,335 or 2335.5?") == "2006 2,335 2335.5"
+    assert numbers_of("How long is the Yangtze?") == ""
+
+
+def test_an_english_question_over_chinese_text_matches_its_numbers(mixed: View) -> None:
+    chinese = mixed.filtered(DocFilter.of(language="zh"))
+    question = "What was finished in 2006?"
+    assert not chinese.words_match(question)
+    _, candidates = hrr_candidates(chinese, question)
+    by_numbers = [h.chunk.doc_id for h in candidates if "mid_lexical" in h.sources]
+    assert by_numbers and set(by_numbers) == {"zh/dam.txt"}  # the year, and no English word, matched
 
 
 def test_scripts_are_the_letters_unicode_names() -> None:
@@ -79,9 +94,9 @@ def test_an_english_question_over_chinese_documents_has_no_bm25_list(mixed: View
     assert hits and all(h.chunk.doc_id.startswith("zh/") for h in hits)
     assert not any("lexical" in name for h in hits for name in h.sources)  # dense lists and the reranker only
     _, candidates = hrr_candidates(chinese, ENGLISH_QUESTION)
-    assert {name for h in candidates for name in h.sources} <= set(DENSE_ONLY_LISTS)
+    assert {name for h in candidates for name in h.sources} <= set(CROSS_LINGUAL_LISTS)
     assert any("mid_dense" in h.sources for h in candidates)  # the mid dense list fused in the BM25 lists' place
-    assert hrr_weights(chinese, query=ENGLISH_QUESTION) == dict.fromkeys(DENSE_ONLY_LISTS, 1.0)
+    assert hrr_weights(chinese, query=ENGLISH_QUESTION) == dict.fromkeys(CROSS_LINGUAL_LISTS, 1.0)
     assert hrr_weights(chinese, query=CHINESE_QUESTION) == hrr_weights(chinese)
 
 

@@ -9,11 +9,11 @@ and the space that parts sentences in scripts that write none (Thai).
 
 from __future__ import annotations
 
-from granrag_mcp.indexing.sentence_rules import arabic, cjk, ethiopic, greek, indic, southeast_asian
+from granrag_mcp.indexing.sentence_rules import arabic, cjk, ethiopic, greek, indic, southeast_asian, thai
 from granrag_mcp.indexing.sentence_rules.rule import ScriptRule
 
 __all__ = ["ScriptRule", "rules"]
 
 
 def rules() -> tuple[ScriptRule, ...]:
-    return (cjk.RULE, indic.RULE, arabic.RULE, greek.RULE, southeast_asian.RULE, ethiopic.RULE)
+    return (cjk.RULE, indic.RULE, arabic.RULE, greek.RULE, southeast_asian.RULE, thai.RULE, ethiopic.RULE)

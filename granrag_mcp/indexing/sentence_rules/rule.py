@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -20,3 +21,6 @@ class ScriptRule:
     """Marks that end a sentence only between two words of the script (Greek ";" is its "?")."""
     space_ends_sentences: bool = False
     """A space between two of the script's letters parts sentences (the script has no sentence punctuation)."""
+    segmenter: Callable[[str], Sequence[int]] | None = None
+    """A segmenter for the script, which writes no sentence punctuation: given a run of the script's letters and the
+    spaces between them, the offsets inside it where sentences end (in place of `space_ends_sentences`)."""

@@ -8,6 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from granrag_mcp.levels import Level
+from granrag_mcp.retrieval.cross_lingual import lists_fused
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import FusionRequest
 from granrag_mcp.retrieval.fusion_methods import DEFAULT_FUSION_METHOD, FUSION_METHODS, methods_description
@@ -66,7 +67,7 @@ def register(server: MCPServer, budget: int) -> None:
             k,
             options,
             lambda view, depth: search_level(view, query, "broad", depth, lexical=lexical),
-            lambda view, depth: level_used(view, "broad", depth, lexical),
+            lambda view, depth: lists_fused(level_used(view, "broad", depth, lexical), view.words_match(query)),
         )
 
     @read_only_tool(server, "Search sentences or paragraphs")
@@ -102,7 +103,7 @@ def register(server: MCPServer, budget: int) -> None:
             k,
             options,
             lambda view, depth: search_level(view, query, level, depth, lexical=lexical),
-            lambda view, depth: level_used(view, level, depth, lexical),
+            lambda view, depth: lists_fused(level_used(view, level, depth, lexical), view.words_match(query)),
         )
 
     @read_only_tool(server, "Search all levels, fused")
@@ -154,7 +155,7 @@ def register(server: MCPServer, budget: int) -> None:
             k,
             options,
             lambda view, depth: fusion.search(view, query, depth, request),
-            lambda view, depth: fusion.used(view, depth, request),
+            lambda view, depth: lists_fused(fusion.used(view, depth, request), view.words_match(query)),
         )
 
     @read_only_tool(server, "Rerank chunks")

@@ -51,7 +51,7 @@ FAMILIES = {
         "th",
         "ตลาดน้ำเปิดทุกเช้าวันเสาร์ แม่ค้าพายเรือขายผลไม้และขนม นักท่องเที่ยวมาถ่ายรูปจำนวนมาก",
         "แม่ค้าพายเรือขายผลไม้",
-        "แม่ค้าพายเรือขายผลไม้และขนม",
+        "ตลาดน้ำเปิดทุกเช้าวันเสาร์ แม่ค้าพายเรือขายผลไม้และขนม",  # a clause is not a sentence (PyThaiNLP's CRF)
     ),
 }
 LEXICAL_ONLY = {"broad_dense": 0, "narrow_dense": 0, "broad_lexical": 0, "narrow_lexical": 1}
@@ -126,3 +126,23 @@ def test_index_status_counts_the_documents_of_each_language(built: tuple[Setting
 
     status = run(build_server(writing, engine_factory=lambda _: engine), scenario)
     assert status["languages"] == {language: 1 for language, *_ in FAMILIES.values()}
+
+
+def test_an_english_question_over_chinese_text_reports_only_the_lists_it_fused(
+    built: tuple[Settings, FakeEmbedder],
+) -> None:
+    # Its words cannot match Chinese text, so no BM25 list is searched: the result names only the dense lists.
+    question = {"query": "When do the farmers plant rice near the stone bridge?", "k": 3, "language": "zh"}
+
+    async def scenario(client: Client):
+        fused = await call(client, "search_fused", question)
+        narrow = await call(client, "search_narrow", question)
+        own_words = await call(client, "search_fused", {**question, "query": "农民种植水稻"})
+        return fused, narrow, own_words
+
+    fused, narrow, own_words = run(server_of(built), scenario)
+    assert set(fused["weights"]) == {"broad_dense", "mid_dense", "narrow_dense"}
+    assert set(fused["depths"]) == set(fused["weights"])
+    assert not any("lexical" in name for hit in fused["hits"] for name in hit.get("sources", {}))
+    assert set(narrow.get("weights", {})) <= {"narrow_dense"}
+    assert {"broad_lexical", "narrow_lexical"} <= set(own_words["weights"])  # the documents' words keep theirs
