@@ -108,7 +108,7 @@ def test_zero_budget_returns_nothing() -> None:
     assert packing.pieces == [] and packing.omitted == 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     lengths=st.lists(st.integers(min_value=0, max_value=30), max_size=12),
     budget=st.integers(min_value=0, max_value=200),
