@@ -1,0 +1,43 @@
+"""The index run's report of where its time went: each stage's wall and CPU seconds, children's CPU included."""
+
+import subprocess
+import sys
+
+from granrag_mcp.indexing.summary import STAGES, IndexSummary, Stopwatch
+
+BUSY = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+
+
+def test_a_stage_counts_the_cpu_of_a_child_it_waited_for(tmp_path):
+    summary = IndexSummary(store=tmp_path)
+    clock = Stopwatch(summary)
+    with clock.stage("adapt"):
+        subprocess.run([sys.executable, "-c", BUSY], check=True)
+    with clock.stage("commit"):
+        pass
+    clock.done()
+    assert summary.cpu_seconds["adapt"] >= 0.25  # the child's own CPU, not this process's waiting
+    assert summary.seconds["adapt"] >= summary.cpu_seconds["adapt"] * 0.5
+    assert 0 <= summary.cpu_seconds["commit"] < 0.1
+    assert summary.total["cpu"] >= summary.cpu_seconds["adapt"] and summary.total["wall"] >= summary.seconds["adapt"]
+
+
+def test_the_lines_and_the_table_name_the_same_stages_in_run_order(tmp_path):
+    summary = IndexSummary(store=tmp_path)
+    clock = Stopwatch(summary)
+    for name in ("commit", "embed", "extract", "embed"):  # a stage entered twice adds up
+        with clock.stage(name):
+            pass
+    clock.done()
+    table = summary.stage_table()
+    order = [stage.name for stage in STAGES]
+    assert [row["stage"] for row in table] == sorted({"commit", "embed", "extract"}, key=order.index)
+    lines = summary.stage_lines()
+    assert [line.split()[1] for line in lines] == [row["stage"] for row in table] + ["total"]
+    assert "workers read ahead" in lines[0]  # extract says what it overlaps
+    assert all(row["cpu_s"] >= 0 and row["wall_s"] >= 0 for row in table)
+
+
+def test_stage_names_are_unique():
+    names = [stage.name for stage in STAGES]
+    assert len(names) == len(set(names))
