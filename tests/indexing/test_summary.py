@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 from granrag_mcp.indexing.summary import STAGES, IndexSummary, Stopwatch
+from tests.helpers import index, write_corpus
 
 BUSY = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
 
@@ -41,3 +42,14 @@ def test_the_lines_and_the_table_name_the_same_stages_in_run_order(tmp_path):
 def test_stage_names_are_unique():
     names = [stage.name for stage in STAGES]
     assert len(names) == len(set(names))
+
+
+def test_an_index_run_times_its_stages_and_counts_its_extraction_workers(tmp_path):
+    summary = index(write_corpus(tmp_path / "docs"), tmp_path / "store", graph=True)
+    stages = [row["stage"] for row in summary.stage_table()]
+    # In STAGES' order; the fixed chunker (SMALL_CHUNKS) plans no sentences of its own.
+    assert stages == ["hash", "model", "extract", "embed", "chunk", "index", "graph", "adapt", "commit"]
+    # A spawned worker imports the readers before its first document: CPU the run's own threads never spent.
+    assert summary.cpu_seconds["extract"] > 0.05
+    assert all(summary.cpu_seconds[name] >= 0 for name in stages)
+    assert summary.total["wall"] >= max(summary.seconds.values())
