@@ -44,6 +44,7 @@ def index_run(code: Path, corpus: Path, store: Path, env: dict[str, str]) -> dic
         capture_output=True,
         text=True,
         env={**os.environ, **env, "PYTHONPATH": str(code)},
+        cwd=code,  # `-m` puts the working folder first on the path, before PYTHONPATH
     )
     wall = time.perf_counter() - began
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
