@@ -4,7 +4,10 @@ import subprocess
 import sys
 
 from granrag_mcp.indexing.summary import STAGES, IndexSummary, Stopwatch
-from tests.helpers import index, write_corpus
+from granrag_mcp.indexing.sync import LibrarySync
+from granrag_mcp.settings import Settings
+from tests.fakes import FakeEmbedder
+from tests.helpers import SMALL_CHUNKS, index, write_corpus
 
 BUSY = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
 
@@ -53,3 +56,19 @@ def test_an_index_run_times_its_stages_and_counts_its_extraction_workers(tmp_pat
     assert summary.cpu_seconds["extract"] > 0.05
     assert all(summary.cpu_seconds[name] >= 0 for name in stages)
     assert summary.total["wall"] >= max(summary.seconds.values())
+
+
+def test_a_library_sync_logs_where_its_run_spent_its_time(tmp_path, caplog):
+    folder = write_corpus(tmp_path / "notes")
+    settings = Settings(
+        store=tmp_path / "store",
+        model="fake-hash-embedder",
+        library=(folder,),
+        graph=False,
+        **SMALL_CHUNKS.model_dump(),
+    )
+    with caplog.at_level("INFO", logger="granrag_mcp.indexing.sync"):
+        outcome = LibrarySync(settings, FakeEmbedder).sync()
+    assert outcome.committed and outcome.summary is not None
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("stage ", "run "))]
+    assert logged == outcome.summary.stage_lines() and any(line.split()[1] == "embed" for line in logged)
