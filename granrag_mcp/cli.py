@@ -259,8 +259,10 @@ def cmd_index(args: argparse.Namespace, settings) -> int:
         engine=args.engine,
         ray_address=args.ray_address,
     )
+    for line in summary.stage_lines():  # where the time went, on stderr: stdout is the summary's (or its JSON)
+        print(line, file=sys.stderr)
     if args.json:
-        print(json.dumps({**summary.__dict__, "store": str(summary.store)}, indent=2))
+        print(json.dumps({**summary.__dict__, "store": str(summary.store), "stages": summary.stage_table()}, indent=2))
         return 0
     state = (
         f"committed generation {summary.generation}"

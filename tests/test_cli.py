@@ -41,6 +41,23 @@ def store(tmp_path_factory):
     return root
 
 
+def test_an_index_run_ends_with_its_stages_on_stderr_and_in_its_json(tmp_path):
+    write_corpus(tmp_path / "docs", FACTS, repeat=1)
+    result = granrag("index", tmp_path / "docs", "--store", tmp_path / "store", "--json", "--quiet")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)  # stdout holds the JSON alone
+    stages = summary["stages"]
+    lines = [line.split() for line in result.stderr.splitlines() if line.startswith("stage ")]
+    assert [line[1] for line in lines] == [row["stage"] for row in stages]
+    assert {"extract", "chunk", "embed", "index", "commit"} <= {row["stage"] for row in stages}
+    for line, row in zip(lines, stages):
+        assert float(line[3]) == pytest.approx(row["wall_s"], abs=0.006)
+        assert float(line[6]) == pytest.approx(row["cpu_s"], abs=0.006)
+        assert row["wall_s"] >= 0 and row["cpu_s"] >= 0
+    assert summary["total"]["wall"] >= max(row["wall_s"] for row in stages)
+    assert any(line.startswith("run   total") for line in result.stderr.splitlines())
+
+
 @pytest.mark.parametrize("command", ["index", "status", "search", "serve", "recover"])
 def test_help_of_every_command_lists_its_options(command):
     result = granrag(command, "--help")

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `b
 from benchmarks import _common  # noqa: E402
 from benchmarks.corpora import squad_corpus  # noqa: E402
 
-STAGES = ("hash", "extract", "chunk", "embed", "index", "graph", "adapt", "commit")
+STAGES = ("hash", "extract", "sentences", "chunk", "embed", "index", "graph", "adapt", "commit")
 
 
 def _rss_now_mib() -> float:
@@ -66,6 +66,8 @@ def child(corpus: Path, store: Path, mode: str) -> None:
                 "import_seconds": imported - began,
                 "run_index_seconds": wall,
                 "seconds": summary.seconds,
+                # wall and CPU seconds by stage, as the index run reports them (a checkout from before has none)
+                "stage_table": summary.stage_table() if hasattr(summary, "stage_table") else None,
                 "corpus_tokens": summary.corpus_tokens,
                 "documents": summary.added,
                 "new_chunks": summary.new_chunks,

@@ -7,6 +7,10 @@ short stack of standard layers, so for a checkpoint we can read completely (a `c
 with absolute positions and exact GELU, weights in `model.safetensors`, a `tokenizer.json`) it is built here from
 public torch layers; any other checkpoint goes to transformers. The vectors match transformers' to 1e-5
 (tests/test_bert.py).
+
+In a batch of texts of different lengths, every product but attention's runs on the real tokens alone: an index
+run's batches, ordered by length, still pad about a tenth of their tokens, which would otherwise go through every
+linear layer.
 """
 
 from __future__ import annotations
@@ -49,6 +53,21 @@ def readable_config(folder: Path) -> dict[str, Any] | None:
     return config if supported else None
 
 
+class _Padding:
+    """Where a padded batch's real tokens lie: the layers run every product but attention's on those alone (one
+    row each), so a batch's padding costs no work there; attention reads them laid out padded, under the mask."""
+
+    def __init__(self, attention_mask: torch.Tensor) -> None:
+        self.real = attention_mask.bool()
+        self.mask = self.real[:, None, None, :]
+
+    def spread(self, rows: torch.Tensor) -> torch.Tensor:
+        """The real tokens' rows laid out in the padded batch, zeros where it pads."""
+        out = rows.new_zeros((*self.real.shape, rows.shape[-1]))
+        out[self.real] = rows
+        return out
+
+
 class _Layer(nn.Module):
     def __init__(self, hidden: int, heads: int, intermediate: int, eps: float) -> None:
         super().__init__()
@@ -60,11 +79,21 @@ class _Layer(nn.Module):
         self.down = nn.Linear(intermediate, hidden)
         self.out_norm = nn.LayerNorm(hidden, eps=eps)
 
-    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        batch, length, width = hidden.shape
-        q, k, v = self.qkv(hidden).view(batch, length, 3, self.heads, width // self.heads).permute(2, 0, 3, 1, 4)
+    def forward(self, hidden: torch.Tensor, padding: _Padding | None, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """`hidden`: a batch's token vectors (batch, length, width), attention under `mask`; or with `padding`, the
+        real tokens' alone (tokens, width), laid out by it."""
+        width = hidden.shape[-1]
+        qkv = self.qkv(hidden)
+        if padding is not None:
+            qkv = padding.spread(qkv)
+        batch, length = qkv.shape[:2]
+        q, k, v = qkv.view(batch, length, 3, self.heads, width // self.heads).permute(2, 0, 3, 1, 4)
+        if padding is not None:
+            mask = padding.mask
         context = functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         context = context.transpose(1, 2).reshape(batch, length, width)
+        if padding is not None:
+            context = context[padding.real]
         hidden = self.attention_norm(self.attention_out(context) + hidden)
         return self.out_norm(self.down(functional.gelu(self.up(hidden))) + hidden)
 
@@ -90,10 +119,18 @@ class BertModule(nn.Module):
         hidden = self.word(input_ids) + self.position(positions)[None] + self.token_type.weight[0]
         hidden = self.embedding_norm(hidden)
         # No mask when nothing is padding (every single query): attention then takes its fastest path.
-        mask = None if bool(attention_mask.all()) else attention_mask[:, None, None, :].bool()
+        if len(attention_mask) == 1 or bool(attention_mask.all()):
+            # A single text keeps its padded shape (see QUERY_LENGTH_STEP); where nothing is padding, attention
+            # takes its fastest path.
+            mask = None if bool(attention_mask.all()) else attention_mask[:, None, None, :].bool()
+            for layer in self.layers:
+                hidden = layer(hidden, None, mask)
+            return hidden
+        padding = _Padding(attention_mask)
+        tokens = hidden[padding.real]
         for layer in self.layers:
-            hidden = layer(hidden, mask)
-        return hidden
+            tokens = layer(tokens, padding)
+        return padding.spread(tokens)
 
     def set_precision(self, dtype: torch.dtype) -> None:
         """Matrix products in `dtype` from now on: the Linear weights are cast once, so a bf16 forward (under

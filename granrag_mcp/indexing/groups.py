@@ -137,6 +137,8 @@ class GroupReader:
                     read = pool.extract(sources, self._waiting(number, len(changed)), self._pages(sources))
                 yield from self._read(piece, outcomes, read, known, len(changed), number)
                 number += len(piece)
+            with self.clock.stage("extract"):
+                pool.close()  # the workers ended and waited for here, so that their CPU time counts to this stage
 
     def _waiting(self, before: int, total: int) -> Callable[[int], None]:
         """Progress while a worker reads the n-th document of a slice (from 0): a cancelled run stops there."""

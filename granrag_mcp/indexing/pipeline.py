@@ -26,7 +26,7 @@ from granrag_mcp.indexing.documents import assign_ids, embed_levels, token_proje
 from granrag_mcp.indexing.formats import format_list
 from granrag_mcp.indexing.groups import DocumentGroup, GroupReader, StepBound
 from granrag_mcp.indexing.parallel import ParallelStages, dimension_of, gather_vectors
-from granrag_mcp.indexing.semantic_chunking import semantic_documents
+from granrag_mcp.indexing.semantic_chunking import cut_embedded, embed_planned, plan_document
 from granrag_mcp.indexing.summary import IndexSummary, Stopwatch
 from granrag_mcp.levels import FINEST, LEVELS, Level
 from granrag_mcp.progress import Progress, embedding
@@ -161,6 +161,12 @@ class _IndexRun:
         self.draft_scope: ExitStack | None = None  # the draft's own context, closed when a step is committed
 
     def run(self, files: list[SourceFile], prune: bool) -> IndexSummary:
+        try:
+            return self._run(files, prune)
+        finally:
+            self.clock.done()
+
+    def _run(self, files: list[SourceFile], prune: bool) -> IndexSummary:
         base, summary = self.base, self.summary
         wanted = StoreIdentity(
             model=self.settings.model,
@@ -399,7 +405,8 @@ class _IndexRun:
         """The vectors' dimension: a parallel engine's, or the model's, loaded here (with the token projection)."""
         if group.prepared is not None:
             return dimension_of(group.prepared)
-        embedder = self.embedder = self._model_embedder()
+        with self.clock.stage("model"):
+            embedder = self.embedder = self._model_embedder()
         if embedder.dimension <= 0:
             raise InvalidInputError("the embedding model reports no dimension")
         if self.token_dims:
@@ -408,19 +415,23 @@ class _IndexRun:
 
     def _cut(self, group: DocumentGroup) -> None:
         """The semantic chunker embeds a group's sentences to cut its mid chunks; the finest level keeps their
-        vectors."""
+        vectors. Its three steps are reported as the run's sentences, embed and chunk stages."""
         assert self.embedder is not None
         docs = group.documents
-        with self.clock.stage("chunk"):
-            semantic = semantic_documents(
-                [(d.source.doc_id, d.text) for d in docs],
-                self.tokenizer,
+        documents = [(d.source.doc_id, d.text) for d in docs]
+        with self.clock.stage("sentences"):
+            plans = [plan_document(d.text, self.tokenizer, self.chunking, d.outline.sections) for d in docs]
+        with self.clock.stage("embed"):
+            vectors, tokens = embed_planned(
+                documents,
+                plans,
                 self.chunking,
                 self.embedder,
                 self.progress.callback(embedding(FINEST)),
-                token_reduce=token_reducer(self.projection),
-                sections=[d.outline.sections for d in docs],
+                token_reducer(self.projection),
             )
+        with self.clock.stage("chunk"):
+            semantic = cut_embedded(documents, plans, self.chunking, vectors, tokens)
         for doc, (spans, sentence_vectors, sentence_tokens) in zip(docs, semantic):
             doc.spans, doc.sentence_vectors, doc.sentence_tokens = spans, sentence_vectors, sentence_tokens
 

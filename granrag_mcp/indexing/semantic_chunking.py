@@ -255,6 +255,20 @@ def cut_planned(
     A document's cut depends on its own sentence vectors alone, and those on its own sentences alone, so any
     grouping of documents cuts the same.
     """
+    vectors, tokens = embed_planned(documents, plans, settings, embedder, progress, token_reduce)
+    return cut_embedded(documents, plans, settings, vectors, tokens)
+
+
+def embed_planned(
+    documents: Sequence[tuple[str, str]],
+    plans: Sequence[SentencePlan],
+    settings: ChunkSettings,
+    embedder: Embedder,
+    progress: ProgressCallback | None = None,
+    token_reduce: TokenReducer | None = None,
+) -> tuple[np.ndarray, list[np.ndarray] | None]:
+    """Every planned sentence's vector (and with `token_reduce` its reduced token vectors), in plan order: the
+    model's part of `cut_planned`, which an index run reports as its own stage."""
     texts = [text[s:e] for (_, text), plan in zip(documents, plans) for ss in plan.sentences for s, e, _ in ss]
     # Each document is batched on its own: a boundary near the percentile threshold would otherwise move with
     # the rounding that the documents embedded beside it bring (the local and parallel engines group them apart).
@@ -264,13 +278,21 @@ def cut_planned(
         for n, plan in enumerate(plans)
         for _ in range(plan.texts_count)
     ]
-    tokens: list[np.ndarray] | None = None
     if token_reduce is not None:
-        vectors, tokens = embedder.embed_tokens(  # type: ignore[attr-defined]
+        return embedder.embed_tokens(  # type: ignore[attr-defined]
             texts, token_reduce, progress=progress, groups=groups
         )
-    else:
-        vectors = embedder.embed(texts, progress=progress, groups=groups)
+    return embedder.embed(texts, progress=progress, groups=groups), None
+
+
+def cut_embedded(
+    documents: Sequence[tuple[str, str]],
+    plans: Sequence[SentencePlan],
+    settings: ChunkSettings,
+    vectors: np.ndarray,
+    tokens: list[np.ndarray] | None,
+) -> list[tuple[list[ChunkSpan], np.ndarray, list[np.ndarray] | None]]:
+    """Each document cut where its sentence vectors (`embed_planned`'s) say the topic changes."""
     out, offset = [], 0
     for (doc_id, text), plan in zip(documents, plans):
         mine = vectors[offset : offset + plan.texts_count]

@@ -227,6 +227,8 @@ class LibrarySync:
         # A file written while it was read is indexed as read; its next quiet moment runs again.
         self._synced = None if summary.changed_while_read else state
         seconds = time.monotonic() - started
+        for line in summary.stage_lines():
+            log.info(line)
         counts = (
             f"{summary.added} added, {summary.updated} updated, {summary.removed} removed, {summary.unchanged} "
             f"unchanged, {len(summary.failed)} failed in {seconds:.2f} s"

@@ -153,3 +153,17 @@ def test_a_planned_batch_is_tokenized_once_and_gives_the_same_inputs() -> None:
         assert torch.equal(batch["input_ids"], expected["input_ids"][start : start + len(batch["input_ids"]), :width])
     again = encoder.features(TEXTS[:2])  # a text is taken from the plan once: later calls encode it again
     assert counting.encoded == len(TEXTS) + 2 and torch.equal(again["input_ids"], first["input_ids"])
+
+
+def test_a_padded_batch_runs_its_linear_layers_on_its_real_tokens_alone() -> None:
+    encoder = load_encoder(str(BUNDLED))
+    seen: list[int] = []
+    hook = encoder.module.layers[0].up.register_forward_hook(lambda _m, args, _out: seen.append(args[0].shape[0]))
+    texts = ["The bridge opened in 1931.", "Short.", "A B C " * 30]
+    try:
+        batch = vectors(encoder, texts)
+    finally:
+        hook.remove()
+    assert seen == [sum(encoder.token_lengths(texts))]  # rows of real tokens, none of padding
+    for n, text in enumerate(texts):
+        np.testing.assert_allclose(batch[n], vectors(encoder, [text])[0], atol=1e-5)
