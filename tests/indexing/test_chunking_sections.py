@@ -105,10 +105,12 @@ def digest(found: list[ChunkSpan], into: hashlib._Hash) -> None:
         into.update(repr((s.level, s.seq, s.start, s.end, s.token_count, s.parent_seq)).encode())
 
 
-# sha256 of every span of every SQuAD-A article, from the chunkers as they were before documents kept headings.
+# sha256 of every span of every SQuAD-A article, from the chunkers as they were before documents kept headings,
+# over the sentences as the rules part them now: the long-sentence rule parts the enumerations of one article
+# (European Union law) into clauses, and every other article's spans are as they were.
 BEFORE_HEADINGS = {
-    "fixed": "e264f02c7e44c20f82ef522612593f9c8375113065939d8c79175860bc7ddc7c",
-    "semantic": "4af605fea5bef6f050e3a10a571d8e2488ed10acbacf5d7664e4c609bd6c60db",
+    "fixed": "0ceb0d62bc9888d8aa6e656c00565c9d167aa11c0bd20a3a6a3719d957de743c",
+    "semantic": "ac17d6555a61f3f9268fa2b2a43b82f75182bcfbfde58b88a169c871eb26982d",
 }
 
 
