@@ -162,30 +162,27 @@ class BertModule(nn.Module):
         self.load_state_dict(state, strict=True)
 
 
-class BertMeanEncoder:
-    """Mean pooling over a BERT checkpoint's token vectors, run by `BertModule`, tokenized by `tokenizers`."""
+class TokenizedBertEncoder:
+    """The `Encoder` protocol (embedding/encoders.py) over a `BertModule` and a `tokenizers` tokenizer: mean pooling
+    over the token vectors, each batch padded to its longest row. A subclass says how a text is prepared for the
+    tokenizer (`model_inputs`)."""
 
     def __init__(
-        self, folder: Path, config: dict[str, Any], max_tokens: int, lower_case: bool, device: str = "cpu"
+        self, module: BertModule, tokenizer: Any, dimension: int, max_tokens: int, pad_id: int, device: str
     ) -> None:
-        from safetensors.torch import load_file
-        from tokenizers import Tokenizer
-
-        module = BertModule(config)
-        module.load_checkpoint(load_file(str(folder / WEIGHTS)))
         self.module = module.to(device).eval()
-        self.tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
-        self.tokenizer.no_truncation()
-        self.tokenizer.no_padding()
-        self.dimension = int(config["hidden_size"])
-        self.max_tokens = min(max_tokens, int(config["max_position_embeddings"]))
-        self._pad_id = int(config.get("pad_token_id", 0) or 0)
-        self._lower_case = lower_case
+        self.tokenizer = tokenizer
+        self.dimension = dimension
+        self.max_tokens = max_tokens
+        self._pad_id = pad_id
         self._device = torch.device(device)
         self._planned: dict[str, list[int]] = {}
 
+    def model_inputs(self, texts: list[str]) -> list[str]:
+        return texts
+
     def _encode(self, texts: list[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch(sentence_texts(texts, self._lower_case))
+        encodings = self.tokenizer.encode_batch(self.model_inputs(texts))
         limit = self.max_tokens
         # Keep the first tokens and the closing [SEP], as transformers' "longest_first" truncation does.
         return [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
@@ -227,3 +224,31 @@ class BertMeanEncoder:
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         encoding = self.tokenizer.encode(text, add_special_tokens=False)
         return [(int(start), int(end)) for start, end in encoding.offsets]
+
+
+class BertMeanEncoder(TokenizedBertEncoder):
+    """Mean pooling over a BERT checkpoint's token vectors, run by `BertModule`, tokenized by `tokenizers`."""
+
+    def __init__(
+        self, folder: Path, config: dict[str, Any], max_tokens: int, lower_case: bool, device: str = "cpu"
+    ) -> None:
+        from safetensors.torch import load_file
+        from tokenizers import Tokenizer
+
+        module = BertModule(config)
+        module.load_checkpoint(load_file(str(folder / WEIGHTS)))
+        tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        super().__init__(
+            module,
+            tokenizer,
+            dimension=int(config["hidden_size"]),
+            max_tokens=min(max_tokens, int(config["max_position_embeddings"])),
+            pad_id=int(config.get("pad_token_id", 0) or 0),
+            device=device,
+        )
+        self._lower_case = lower_case
+
+    def model_inputs(self, texts: list[str]) -> list[str]:
+        return sentence_texts(texts, self._lower_case)

