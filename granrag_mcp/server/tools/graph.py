@@ -11,12 +11,11 @@ from pydantic import Field
 
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, TOP
-from granrag_mcp.packing import Packing, TokenCounter, pack
+from granrag_mcp.packing import TokenCounter, pack
 from granrag_mcp.records import Chunk, format_chunk_id
 from granrag_mcp.retrieval import evidence_chain as chains
 from granrag_mcp.retrieval import graph as techniques
 from granrag_mcp.retrieval import summaries
-from granrag_mcp.retrieval.citations import citation_line, cite_chunks
 from granrag_mcp.retrieval.view import View
 from granrag_mcp.server.schemas.arguments import MaxTokens, Query
 from granrag_mcp.server.schemas.graph import (
@@ -35,7 +34,7 @@ from granrag_mcp.server.schemas.graph import (
     Sentence,
 )
 from granrag_mcp.server.tools.base import CurrentView, Tokens, read_only_tool
-from granrag_mcp.server.tools.presenting import hits_result
+from granrag_mcp.server.tools.presenting import cited_sentences, hits_result
 from granrag_mcp.store.graph import ConceptGraph
 
 ConceptName = Annotated[
@@ -72,19 +71,19 @@ def _edge(graph: ConceptGraph, edge: techniques.Edge) -> GraphEdge:
     )
 
 
-def _packed(view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int) -> tuple[list[Chunk], Packing]:
-    """The sentences (each once, in the order first named) and their texts packed within the budget."""
+def _found(view: View, ids: Iterable[int]) -> list[Chunk]:
+    """The sentences, each once, in the order first named."""
     ordered = list(dict.fromkeys(ids))
     chunks = view.catalog.chunks(ordered)
-    found = [chunks[i] for i in ordered if i in chunks]
-    return found, pack([c.text for c in found], max_tokens, tokens)
+    return [chunks[i] for i in ordered if i in chunks]
 
 
 def _sentences(
     view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
 ) -> tuple[list[Sentence], int, int]:
     """The sentences within the budget; tokens used and sentences omitted."""
-    found, packing = _packed(view, tokens, ids, max_tokens)
+    found = _found(view, ids)
+    packing = pack([c.text for c in found], max_tokens, tokens)
     out = [
         Sentence(chunk_id=c.public_id, doc_id=c.doc_id, start=c.start, end=c.end, text=p.text, truncated=p.truncated)
         for c, p in zip(found, packing.pieces)
@@ -96,20 +95,7 @@ def _cited(
     view: View, tokens: TokenCounter, ids: Iterable[int], max_tokens: int
 ) -> tuple[list[ChainSentence], int, int]:
     """`_sentences` with each one's citation (document, pages, heading path)."""
-    found, packing = _packed(view, tokens, ids, max_tokens)
-    citations = cite_chunks(view, found[: len(packing.pieces)])
-    out = [
-        ChainSentence(
-            chunk_id=c.public_id,
-            doc_id=c.doc_id,
-            start=c.start,
-            end=c.end,
-            text=p.text,
-            truncated=p.truncated,
-            citation=citation_line(c.doc_id, citations[c.id]),
-        )
-        for c, p in zip(found, packing.pieces)
-    ]
+    out, packing = cited_sentences(view, tokens, _found(view, ids), max_tokens, ChainSentence)
     return out, packing.tokens_used, packing.omitted
 
 
@@ -239,27 +225,11 @@ def register(server: MCPServer, budget: int) -> None:
                 )
             a, b = chains.names_of_question(question, view)
         chain = chains.evidence_chain(view, a, b, k)
-        ordered = list(dict.fromkeys(i for link in chain.links for i in link.sentences))
-        chunks = view.catalog.chunks(ordered)
-        found = [chunks[i] for i in ordered if i in chunks]
-        citations = cite_chunks(view, found)
-        packing = pack([c.text for c in found], max_tokens, tokens)
-        sentences = [
-            ChainSentence(
-                chunk_id=c.public_id,
-                doc_id=c.doc_id,
-                start=c.start,
-                end=c.end,
-                text=p.text,
-                truncated=p.truncated,
-                citation=citation_line(c.doc_id, citations[c.id]),
-            )
-            for c, p in zip(found, packing.pieces)
-        ]
+        sentences, used, omitted = _cited(view, tokens, (i for link in chain.links for i in link.sentences), max_tokens)
         return EvidenceChain(
             generation=view.snapshot.generation,
-            tokens_used=packing.tokens_used,
-            omitted=packing.omitted,
+            tokens_used=used,
+            omitted=omitted,
             a=_chain_name(chain.a),
             b=_chain_name(chain.b),
             links=[

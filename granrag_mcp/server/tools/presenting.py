@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -16,13 +16,15 @@ from pydantic import BaseModel, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
 from granrag_mcp.errors import GranragError
-from granrag_mcp.packing import TokenCounter, pack
-from granrag_mcp.retrieval.citations import cite_chunks
+from granrag_mcp.packing import Packing, TokenCounter, pack
+from granrag_mcp.records import Chunk
+from granrag_mcp.retrieval.citations import citation_line, cite_chunks
 from granrag_mcp.retrieval.view import ScoredChunk, View
 from granrag_mcp.server.library.watch import chunk_uri
 from granrag_mcp.server.schemas.results import Hit, RankedResult, SearchResult, render
 
 F = TypeVar("F", bound=Callable[..., Any])
+Cited = TypeVar("Cited", bound=BaseModel)
 RESOURCE_LINKS_SINCE = "2025-06-18"
 """The first protocol revision with `resource_link` content."""
 
@@ -124,6 +126,28 @@ def chunk_links(result: BaseModel) -> list[ContentBlock]:
 def description(fn: Callable[..., Any]) -> str:
     """A tool's description: its docstring on one line (the source wraps it; the model reads it whole)."""
     return " ".join(inspect.cleandoc(fn.__doc__ or "").split())
+
+
+def cited_sentences(
+    view: View, tokens: TokenCounter, chunks: Sequence[Chunk], max_tokens: int, model: type[Cited]
+) -> tuple[list[Cited], Packing]:
+    """The chunks' texts packed within `max_tokens`, each kept one as `model` (a sentence with `chunk_id`, `doc_id`,
+    `start`, `end`, `text`, `truncated` and `citation`: document, pages, heading path); and the packing."""
+    packing = pack([c.text for c in chunks], max_tokens, tokens)
+    citations = cite_chunks(view, chunks[: len(packing.pieces)])
+    sentences = [
+        model(
+            chunk_id=c.public_id,
+            doc_id=c.doc_id,
+            start=c.start,
+            end=c.end,
+            text=p.text,
+            truncated=p.truncated,
+            citation=citation_line(c.doc_id, citations[c.id]),
+        )
+        for c, p in zip(chunks, packing.pieces)
+    ]
+    return sentences, packing
 
 
 def hits_result(
