@@ -155,10 +155,10 @@ def register(server: MCPServer, budget: int) -> None:
         chunk, span = enclosing_section(view, chunk_id, depth)
         if summary:
             chosen = span_summary(view, span.doc_id, span.start, span.end, max_tokens, tokens.count)
-            shown = presented(view, tokens, chosen, max_tokens)
+            shown, used = presented(view, tokens, chosen, max_tokens)
             return SectionResult(
                 generation=view.snapshot.generation,
-                tokens_used=sum(tokens.count(s.text) for s in shown.sentences),
+                tokens_used=used,
                 omitted=0,
                 chunk_id=chunk.public_id,
                 doc_id=span.doc_id,

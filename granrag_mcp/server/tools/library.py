@@ -87,8 +87,7 @@ def register(server: MCPServer, budget: int) -> None:
         shown: Summary | None = None
         if summary:
             share = max_tokens // 2 if outline.sections else max_tokens
-            shown = presented(view, tokens, document_summary(view, doc_id, share, tokens.count), share)
-            used = sum(tokens.count(s.text) for s in shown.sentences)
+            shown, used = presented(view, tokens, document_summary(view, doc_id, share, tokens.count), share)
         for s in outline.sections[offset:]:  # whole entries while they fit, the first one always
             entry = OutlineEntry(
                 number=s.number,
