@@ -93,12 +93,11 @@ def table_captions(items: Sequence[object], levels: Sequence[int | None]) -> dic
         named = (getattr(style, "name", "") or "").strip().lower() == CAPTION_STYLE
         return named or is_caption(getattr(items[n], "text", ""))
 
-    found: dict[int, int] = {}
-    for n, item in enumerate(items):
-        if isinstance(item, Table):
-            near = [m for m in (n - 1, n + 1) if caption(m) and m not in found.values()]
-            if near:
-                found[n] = near[0]
+    tables = [n for n, item in enumerate(items) if isinstance(item, Table)]
+    found = {n: n - 1 for n in tables if caption(n - 1)}  # above the table first: Word places captions there
+    for n in tables:
+        if n not in found and caption(n + 1) and n + 1 not in found.values():
+            found[n] = n + 1
     return found
 
 

@@ -88,3 +88,18 @@ def test_a_caption_after_a_word_table_is_its_caption_and_a_plain_paragraph_is_no
     document.save(buffer)
     extracted = docx_format.extract(Path("counts.docx"), buffer.getvalue())
     assert extracted.text == "Counts by year.\n\nTab. 4 Mills counted\nYear: 1901; Count: 7"
+
+
+def test_a_caption_between_two_tables_heads_the_one_below_it() -> None:
+    document = docx.Document()
+    for caption in ("", "Table 2: Mills"):
+        if caption:
+            document.add_paragraph(caption)
+        table = document.add_table(rows=2, cols=2)
+        for row, cells in zip(table.rows, [["Town", "Count"], ["Elwyn", "3"]]):
+            for cell, value in zip(row.cells, cells):
+                cell.text = value
+    buffer = io.BytesIO()
+    document.save(buffer)
+    extracted = docx_format.extract(Path("two.docx"), buffer.getvalue())
+    assert extracted.text == "Town: Elwyn; Count: 3\n\nTable 2: Mills\nTown: Elwyn; Count: 3"
