@@ -10,7 +10,7 @@ lines drawn. Every engine is given the same image of each page, drawn at the res
 
 Per language and engine: character error rate (Levenshtein distance over the page text with whitespace removed,
 divided by the truth's length: an engine that reads nothing scores 1.0), pages per second with one thread, the
-model load seconds; the languages run in turn, each engine on the language's pages before the next language, so a
+model load seconds, the peak RSS of the engine's process (or of the Tesseract it starts); the languages run in turn, each engine on the language's pages before the next language, so a
 change of load falls on every engine. An engine whose Python lacks it is reported as not installed.
 
     python benchmarks/ab/bench_ocr_engines.py --engine rapidocr-onnxruntime=/tmp/ocrcmp/bin/python \
@@ -114,7 +114,30 @@ def read_pages(engine: str, language: str, files: list[str]) -> dict[str, Any]:
                 seconds += time.perf_counter() - begun
         finally:
             document.close()
-    return {"texts": texts, "seconds": round(seconds, 2), "load_seconds": round(loaded, 2)}
+    import resource
+
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return {
+        "texts": texts,
+        "seconds": round(seconds, 2),
+        "load_seconds": round(loaded, 2),
+        "peak_rss_mb": peak // 1024,  # this process or the largest engine process it started (Tesseract's)
+        "version": version(engine),
+    }
+
+
+def version(engine: str) -> str:
+    """The engine's version: the package's, or Tesseract's own first line."""
+    if engine == "tesseract":
+        done = subprocess.run(["tesseract", "--version"], capture_output=True, text=True, check=False)
+        return (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else "unknown"
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
+
+    try:
+        return package_version(engine)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 # --- the parent: pages, truths, the engines in turn, the scores ---------------------------------------------------
@@ -263,6 +286,8 @@ def main() -> None:
                         "cer_worst_page": round(max(rates), 4),
                         "pages_per_second": round(len(truths) / read["seconds"], 3) if read["seconds"] else None,
                         "load_seconds": read["load_seconds"],
+                        "peak_rss_mb": read["peak_rss_mb"],
+                        "version": read["version"],
                     }
                 results[language][engine] = read
     out["languages"] = results
