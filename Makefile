@@ -25,8 +25,11 @@ CONFORMANCE_STAMP := $(CONFORMANCE)/.installed-$(CONFORMANCE_VERSION)
 OCR_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-hin
 # Fonts the OCR tests draw their Chinese and Hindi pages with (they skip without them).
 OCR_TEST_FONTS := fonts-wqy-microhei fonts-lohit-deva
+# The browser the evidence view's test drives with Playwright (the `test` extra), from the OS packages: Playwright's
+# own browser would be a download. Without it that test skips, saying why.
+BROWSER_PACKAGES := chromium
 
-.PHONY: run serve-http test test-slow install clean-store dist mcpb ocr
+.PHONY: run serve-http test test-slow install clean-store dist mcpb ocr browser
 
 # Recipes are silent and their output goes to stderr: `make run` is a stdio MCP server, whose stdout carries
 # nothing but protocol messages.
@@ -69,7 +72,15 @@ ocr:
 	elif command -v tesseract >/dev/null 2>&1; then :; \
 	else echo "Tesseract not found: scanned PDFs and images are not read until it is installed (apt-get install $(OCR_PACKAGES))" >&2; fi
 
-install: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP) ocr
+browser:
+	@if dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			$(BROWSER_PACKAGES); } >&2 \
+			|| echo "Chromium not installed (apt-get failed): the evidence view's browser test skips" >&2; \
+	else echo "Chromium not found: the evidence view's browser test skips (apt-get install $(BROWSER_PACKAGES))" >&2; fi
+
+install: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP) ocr browser
 
 run: $(STAMP) ocr
 	@HF_HUB_OFFLINE=1 $(BIN)/granrag-mcp serve --library docs
@@ -87,7 +98,7 @@ mcpb: $(MCPB_STAMP)
 # Lint, types, the suite, then the embedding and server paths again with torch, oneDNN and FAISS held to AVX2: the
 # fp32 path a CPU without AVX-512 takes (precision `auto` resolves to fp32 there), exercised on any machine.
 AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 FAISS_OPT_LEVEL=avx2
-test: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP) ocr
+test: $(STAMP) $(INSPECTOR_STAMP) $(MCPB_STAMP) $(CONFORMANCE_STAMP) ocr browser
 	$(BIN)/ruff check granrag_mcp tests benchmarks
 	$(BIN)/ruff format --check granrag_mcp tests benchmarks
 	$(BIN)/mypy

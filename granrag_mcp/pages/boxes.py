@@ -5,7 +5,7 @@ joined into paragraphs, edges stripped, NULs dropped), so the i-th visible chara
 i-th visible character of its text layer: a span's characters map back to theirs exactly, page by page. Where a
 page's stored text holds more than its text layer (tables added after it), the two are aligned and only the
 characters they share are placed (a table's cells on the cells it copies). A page the extractor read by OCR is
-read again, and its characters placed on the words OCR finds.
+read again, in the document's language as the index stored it, and its characters placed on the words OCR finds.
 """
 
 from __future__ import annotations
@@ -33,12 +33,21 @@ def visible(char: str) -> bool:
 
 
 def span_boxes(
-    document: Any, page_starts: Sequence[int], text: str, text_start: int, start: int, end: int
+    document: Any,
+    page_starts: Sequence[int],
+    text: str,
+    text_start: int,
+    start: int,
+    end: int,
+    language: str | None = None,
 ) -> list[PageBox]:
     """The boxes of the span [start, end) of a PDF's stored text, one per line it covers on each page.
 
     `text` is the stored text from `text_start` on, holding at least the pages the span covers; `page_starts` are
-    the document's (offsets of each page's first character)."""
+    the document's (offsets of each page's first character); `language` the document's (ISO 639-1, as the catalog
+    stores it), which a page read by OCR is read in again (`ocr.languages_for`; the first-language rule where it
+    is None or has no OCR data)."""
+    languages = ocr.languages_for(language) if language else None
     boxes: list[PageBox] = []
     for index, page_start in enumerate(page_starts):
         page_end = page_starts[index + 1] if index + 1 < len(page_starts) else text_start + len(text)
@@ -49,14 +58,16 @@ def span_boxes(
         wanted = {n for n, i in enumerate(stored) if start <= page_start + i < end}
         page = document[index]
         try:
-            boxes += [PageBox(index + 1, box) for box in _line_boxes(page, page_text, stored, wanted)]
+            boxes += [PageBox(index + 1, box) for box in _line_boxes(page, page_text, stored, wanted, languages)]
         finally:
             page.close()
     return boxes
 
 
-def _line_boxes(page: Any, page_text: str, stored: list[int], wanted: set[int]) -> list[Box]:
-    layer = _layer(page)
+def _line_boxes(
+    page: Any, page_text: str, stored: list[int], wanted: set[int], languages: tuple[str, ...] | None
+) -> list[Box]:
+    layer = _layer(page, languages)
     placed = _matched([page_text[i] for i in stored], [char for char, _ in layer])
     lines: list[list[float]] = []
     for n in sorted(placed[n] for n in wanted if n in placed):
@@ -71,16 +82,16 @@ def _line_boxes(page: Any, page_text: str, stored: list[int], wanted: set[int]) 
     return [tuple(min(max(v, 0.0), 1.0) for v in line) for line in lines]  # type: ignore[misc]
 
 
-def _layer(page: Any) -> list[tuple[str, Box]]:
+def _layer(page: Any, languages: tuple[str, ...] | None) -> list[tuple[str, Box]]:
     """The visible characters of a page in reading order with their boxes: from its text layer, or, for a page
-    the extractor read by OCR, from the words OCR reads on it again."""
+    the extractor read by OCR, from the words OCR reads on it again in `languages`."""
     import pypdfium2.raw
 
     textpage = page.get_textpage()
     try:
         if ocr.scanned(page, textpage.get_text_bounded()) and ocr.missing() is None:
             try:
-                return ocr.char_boxes(ocr.read_image(ocr.render_for_ocr(page)))
+                return ocr.char_boxes(ocr.read_image(ocr.render_for_ocr(page), languages))
             except ocr.OcrError:
                 return []
         left, bottom, right, top = page.get_cropbox()

@@ -65,7 +65,8 @@ def page_evidence(view: View, public_id: str, page: int | None, max_pixels: int,
     except pypdfium2.PdfiumError as error:
         raise InvalidInputError(f"{source} can no longer be read as a PDF ({error}); index it again") from error
     try:
-        boxes = span_boxes(document, outline.page_starts, text, text_start, begin, end)
+        language = info.language if info else None  # an OCR'd page is read again as the index read it
+        boxes = span_boxes(document, outline.page_starts, text, text_start, begin, end, language)
         formulas = touched_formulas(document, shown, boxes)
         images = render_pages(document, shown, boxes, max_pixels, crop, formulas)
     finally:

@@ -121,3 +121,55 @@ def test_page_image_marks_a_hit_on_an_image_file(tmp_path: Path) -> None:
     assert shown["pages"] == [1] and shown["boxes"]
     x0, y0, x1, y1 = shown["boxes"][0]["box"]
     assert y0 < 0.1 and x0 < 0.2  # the sentence stands at the top left of the page, as reportlab drew it
+
+
+CHINESE = [
+    "北京是中国的首都，也是一座历史悠久的城市。",
+    "上海位于长江入海口，是中国最大的港口城市。",
+    "广州的老城区保存着许多古老的街道和市场。",
+    "西安曾经是多个朝代的都城，城墙至今完好。",
+    "杭州的西湖四季风景优美，每年吸引大量游客。",
+    "成都以美食和悠闲的生活方式而闻名全国。",
+]
+
+
+def test_page_image_reads_a_scanned_page_again_in_the_documents_language(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    from tests.pages.test_ocr import FONTS
+
+    if not FONTS["chinese"].exists() or ocr.languages_for("zh") is None:
+        pytest.skip("no Chinese font to draw the page with, or no Chinese OCR data (tesseract-ocr-chi-sim)")
+    picture = Image.new("RGB", (1240, 1754), "white")
+    draw = ImageDraw.Draw(picture)
+    font = ImageFont.truetype(str(FONTS["chinese"]), 28)
+    lines = {}
+    for n, line in enumerate(CHINESE):
+        draw.text((120, 160 + 70 * n), line, font=font, fill="black")
+        x0, y0, x1, y1 = draw.textbbox((120, 160 + 70 * n), line, font=font)
+        lines[line] = [x0 / 1240, y0 / 1754, x1 / 1240, y1 / 1754]
+    folder = tmp_path / "scans"
+    folder.mkdir()
+    picture.save(folder / "cities.pdf", "PDF", resolution=150)
+    server, summary = serve(folder, tmp_path / "store")
+    assert summary.added == 1
+    read_in: list[tuple[str, ...] | None] = []
+    real = ocr.read_image
+
+    def recorded(image: Any, languages: tuple[str, ...] | None = None) -> list[ocr.Word]:
+        read_in.append(languages)
+        return real(image, languages)
+
+    monkeypatch.setattr(ocr, "read_image", recorded)
+
+    async def scenario(client: Client) -> tuple[dict[str, Any], dict[str, Any]]:
+        hit = (await call(client, "search_narrow", {"query": "西湖", "k": 1, "lexical": True}))["hits"][0]
+        return hit, await call(client, "page_image", {"chunk_id": hit["chunk_id"], "max_pixels": 20_000})
+
+    hit, shown = run(server, scenario)
+    assert "西湖" in hit["text"].replace(" ", "")
+    assert read_in == [ocr.languages_for("zh")]  # the stored language, not English first
+    truth = lines[CHINESE[4]]
+    assert any(b["page"] == 1 and overlaps(b["box"], truth) for b in shown["boxes"]), (shown["boxes"], truth)

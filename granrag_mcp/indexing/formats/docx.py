@@ -1,19 +1,23 @@
 """Word (.docx, python-docx): paragraphs and tables in document order; a paragraph styled Title or Heading N is a
-heading of that level (Title and Heading 1 both level 1)."""
+heading of that level (Title and Heading 1 both level 1). A table is written in the table form every format shares
+(`rows`), under its caption: the paragraph just before it (or else just after it) that opens with a table's name and
+number or is styled Caption."""
 
 from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.formats.archive import check_archive
 from granrag_mcp.indexing.formats.base import ExtractedText
 from granrag_mcp.indexing.formats.builder import TextBuilder
+from granrag_mcp.indexing.formats.rows import is_caption, row_lines
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
-CELL_SEPARATOR = " | "
+CAPTION_STYLE = "caption"
 
 
 def heading_level(style_name: str) -> int | None:
@@ -61,10 +65,13 @@ def extract(path: Path, data: bytes) -> ExtractedText:
                 None if isinstance(i, Table) or i.style is None else heading_level(i.style.name or "") for i in items
             ]
         builder = TextBuilder()
-        for item, level in zip(items, levels):
+        captions = table_captions(items, levels)
+        for n, (item, level) in enumerate(zip(items, levels)):
             if isinstance(item, Table):
-                builder.block(table_text(item))
+                builder.block(table_text(item, getattr(items[captions[n]], "text", "") if n in captions else ""))
                 continue
+            if n in captions.values():
+                continue  # written as its table's caption
             if level is not None:
                 builder.heading(item.text, level)
             else:
@@ -74,15 +81,35 @@ def extract(path: Path, data: bytes) -> ExtractedText:
     return builder.build()
 
 
-def table_text(table: object) -> str:
-    """A table one row per line, cells separated by " | ", a merged cell once."""
-    lines = []
+def table_captions(items: Sequence[object], levels: Sequence[int | None]) -> dict[int, int]:
+    """{index of a table: index of its caption paragraph}, the body paragraph just before the table, or else just
+    after it, that reads as a caption (`rows.is_caption`) or is styled Caption."""
+    from docx.table import Table
+
+    def caption(n: int) -> bool:
+        if not 0 <= n < len(items) or isinstance(items[n], Table) or levels[n] is not None:
+            return False
+        style = getattr(items[n], "style", None)
+        named = (getattr(style, "name", "") or "").strip().lower() == CAPTION_STYLE
+        return named or is_caption(getattr(items[n], "text", ""))
+
+    tables = [n for n, item in enumerate(items) if isinstance(item, Table)]
+    found = {n: n - 1 for n in tables if caption(n - 1)}  # above the table first: Word places captions there
+    for n in tables:
+        if n not in found and caption(n + 1) and n + 1 not in found.values():
+            found[n] = n + 1
+    return found
+
+
+def table_text(table: object, caption: str = "") -> str:
+    """A table in the table form (`rows`: each row's cells after its column's header), a cell merged across
+    columns once, in its first column."""
+    rows = []
     for row in table.rows:  # type: ignore[attr-defined]
         cells: list[str] = []
+        previous = None
         for cell in row.cells:
-            text = " ".join(cell.text.split())
-            if not cells or text != cells[-1]:  # a cell merged across columns repeats in each
-                cells.append(text)
-        if any(cells):
-            lines.append(CELL_SEPARATOR.join(cells))
-    return "\n".join(lines)
+            cells.append("" if cell is previous else cell.text)  # a merged cell is the same cell in each column
+            previous = cell
+        rows.append(cells)
+    return "\n".join(row_lines(rows, caption=caption))

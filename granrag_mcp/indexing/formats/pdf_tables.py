@@ -1,8 +1,9 @@
 """A PDF's ruled tables (pdfplumber, the `pdf-tables` extra) in the table form every format shares (`rows`: one
 line per row, each cell after its column's header), with their captions, and joined where a table runs on from
 the foot of one page to the head of the next: the part on the next page is read as more rows under the first
-part's header (a header row the next page repeats is dropped), and it leads that page's text, so the table's
-rows stand together across the page break and a span of them cites every page they cover."""
+part's header (a header row the next page repeats is dropped), and it leads that page's text, so the table's rows
+stand together across the page break and a span of them cites every page they cover; its caption comes again
+every so many rows (`rows.captioned`), as in a sheet of the same table."""
 
 from __future__ import annotations
 
@@ -12,13 +13,9 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from granrag_mcp.indexing.formats.rows import cell_text, row_lines
+from granrag_mcp.indexing.formats.rows import captioned, cell_text, is_caption, row_lines
 
 log = logging.getLogger(__name__)
-
-CAPTION_WORDS = ("table", "tab.", "tabelle", "tableau", "tabla", "tabela", "tabella", "таблица", "表")
-CAPTION = re.compile(rf"^({'|'.join(map(re.escape, CAPTION_WORDS))})\s*[0-9IVXLivxl一二三四五六七八九十]", re.I)
-"""A caption line opens with a table's name in one of these languages and its number."""
 CAPTION_REACH = 3.0
 """A caption stands within this many of its line heights above the table (or below it)."""
 FOOT = 0.6
@@ -65,13 +62,12 @@ def trailing(tables: list[Table]) -> dict[int, list[str]]:
 def _split(tables: list[Table], continued: bool) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     for table in tables:
-        for n, (page, rows) in enumerate(table.parts):
+        # The whole table's lines, captioned as one table, so its caption comes where a sheet of it would show it.
+        lines = captioned([row_lines([table.header, *rows]) for _, rows in table.parts], table.caption)
+        for n, ((page, rows), part) in enumerate(zip(table.parts, lines)):
             if (n > 0) != continued or (n > 0 and not rows):
                 continue
-            lines = row_lines([table.header, *rows])
-            if n == 0 and table.caption:
-                lines.insert(0, table.caption)
-            found.setdefault(page, []).append("\n".join(lines))
+            found.setdefault(page, []).append("\n".join(part))
     return found
 
 
@@ -179,6 +175,6 @@ def _caption(page: object, x0: float, top: float, x1: float, bottom: float) -> s
     nearest = [*sorted(above, key=lambda line: -float(line["bottom"])), *sorted(below, key=lambda line: line["top"])]
     for line in nearest:
         text = " ".join(str(line["text"]).split())
-        if CAPTION.match(text) and float(line["x1"]) > x0 and float(line["x0"]) < x1:
+        if is_caption(text) and float(line["x1"]) > x0 and float(line["x0"]) < x1:
             return text
     return ""

@@ -1,5 +1,5 @@
 """PowerPoint (.pptx, python-pptx): a slide is a page, its title a level-1 heading, then the text of its other
-shapes (tables row by row, groups opened) and its speaker notes."""
+shapes (tables in the table form every format shares, `rows`; groups opened) and its speaker notes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from granrag_mcp.errors import ExtractionError
 from granrag_mcp.indexing.formats.archive import check_archive
 from granrag_mcp.indexing.formats.base import ExtractedText
 from granrag_mcp.indexing.formats.builder import TextBuilder
+from granrag_mcp.indexing.formats.rows import row_lines
 
-CELL_SEPARATOR = " | "
 NOTES_LABEL = "Notes: "
 
 
@@ -47,7 +47,8 @@ def _shape_texts(shapes: Iterable[Any]) -> Iterator[str]:
         if getattr(shape, "shapes", None) is not None:  # a group
             yield from _shape_texts(shape.shapes)
         elif getattr(shape, "has_table", False) and shape.has_table:
-            rows = [CELL_SEPARATOR.join(" ".join(cell.text.split()) for cell in row.cells) for row in shape.table.rows]
-            yield "\n".join(row for row in rows if row.strip(" |"))
+            # A cell merged over others is read once: the cells it spans read as empty.
+            rows = [["" if cell.is_spanned else cell.text for cell in row.cells] for row in shape.table.rows]
+            yield "\n".join(row_lines(rows))
         elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
             yield shape.text_frame.text

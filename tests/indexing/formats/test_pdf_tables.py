@@ -13,7 +13,7 @@ import pytest
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from granrag_mcp.indexing.formats import pdf, pdf_tables, spreadsheet
+from granrag_mcp.indexing.formats import pdf, pdf_tables, rows, spreadsheet
 from granrag_mcp.indexing.formats.base import ExtractedText
 from tests.indexing.formats.sections import pages
 
@@ -21,6 +21,7 @@ pytest.importorskip("pdfplumber")
 
 HEADER = ["Town", "Mill", "Keeper"]
 ROWS = [[f"Town{n:02d}", f"mill-{n}", f"Keeper{chr(65 + n % 26)}{n}"] for n in range(40)]
+CAPTION = "Table 3: Mills and their keepers"
 ROW_HEIGHT = 20
 WIDTH = 120
 
@@ -70,14 +71,16 @@ def test_a_table_run_on_to_the_next_page_is_one_table_whose_rows_stand_together_
     extracted = pdf.extract(Path("survey.pdf"), split_table_pdf())
     text = extracted.text
     lines = [row_line(row) for row in ROWS]
-    block = "Table 3: Mills and their keepers\n" + "\n".join(lines[:30]) + "\n\n" + "\n".join(lines[30:])
+    first_part, second_part = rows.captioned([lines[:30], lines[30:]], CAPTION)
+    assert first_part[0] == CAPTION and second_part.count(CAPTION) == 1  # again after CAPTION_EVERY_CHARS of rows
+    block = "\n".join(first_part) + "\n\n" + "\n".join(second_part)
     start = text.index(block)  # caption, then every row under the one header, the header row not read as data
     assert text.count("Town: Town00;") == 1 and "Town: Town;" not in text
     assert text.count("Town35") == 1, "the page's own copy of the cells, without their header, is taken out"
     end = start + len(block)
     assert (page_of(extracted, start), page_of(extracted, end - 1)) == (1, 2)  # it cites both pages
     first, second = pages(extracted)
-    assert second.startswith(lines[30])  # the rows run on lead the page they are printed on
+    assert second.startswith(second_part[0])  # the rows run on lead the page they are printed on
     assert second.endswith("After the table the survey turns to the roads.")
     assert first.startswith("The survey of the valley")
 
@@ -141,3 +144,45 @@ def test_a_sheet_and_a_pdf_with_the_same_table_give_the_same_lines() -> None:
     from_sheet = spreadsheet.extract(Path("mills.xlsx"), buffer.getvalue()).text.split("\n\n", 1)[1]
     from_pdf = pdf.extract(Path("survey.pdf"), split_table_pdf()).text
     assert from_sheet.split("\n") == [line for line in from_pdf.split("\n") if line.startswith(("Table 3", "Town:"))]
+
+
+def long_table_pdf(pages: int) -> tuple[bytes, dict[str, int]]:
+    """A paragraph, the caption and a table that fills `pages` pages, its header printed again at the head of each
+    later page, then a paragraph; and the page (from 1) each row's first cell is printed on."""
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=A4)
+    sheet.drawString(72, 790, "The survey of the valley counted every working mill.")
+    sheet.drawString(72, 750, CAPTION)
+    per_page = 34
+    long_rows = [[f"Town{n:03d}", f"mill-{n}", f"Keeper{chr(65 + n % 26)}{n}"] for n in range(per_page * pages)]
+    printed_on: dict[str, int] = {}
+    for page in range(pages):
+        part = long_rows[page * per_page : (page + 1) * per_page]
+        printed_on |= {row[0]: page + 1 for row in part}
+        bottom = draw_table(sheet, 740 if page == 0 else 800, [HEADER, *part])
+        if page == pages - 1:
+            sheet.drawString(72, bottom - 30, "After the table the survey turns to the roads.")
+        sheet.showPage()
+    sheet.save()
+    return buffer.getvalue(), printed_on
+
+
+def test_a_table_longer_than_a_broad_chunk_is_cut_into_parts_each_under_its_caption_citing_its_rows_pages() -> None:
+    from granrag_mcp.indexing.chunking import chunk_document
+    from granrag_mcp.settings import ChunkSettings
+    from granrag_mcp.tokens import get_tokenizer
+
+    data, printed_on = long_table_pdf(pages=5)
+    extracted = pdf.extract(Path("long.pdf"), data)
+    text = extracted.text
+    assert [t.pages for t in pdf_tables.joined(pdf_tables.find_tables(data, list(range(5))))] == [[0, 1, 2, 3, 4]]
+    spans = [s for s in chunk_document(text, get_tokenizer(), ChunkSettings()) if s.level == "broad"]
+    holding = [s for s in spans if "Town: Town" in text[s.start : s.end]]
+    assert len(holding) >= 2, "the table is longer than one broad chunk"
+    for span in holding:
+        chunk = text[span.start : span.end]
+        assert CAPTION in chunk, f"broad chunk {span.seq} is cut off from the table's caption"
+        cited = range(page_of(extracted, span.start), page_of(extracted, span.end - 1) + 1)
+        towns = [line.split(";")[0].removeprefix("Town: ") for line in chunk.split("\n") if line.startswith("Town: ")]
+        assert towns and {printed_on[town] for town in towns if town in printed_on} <= set(cited)
+        assert len(cited) < 5 or span.seq == 0, "a part cites the pages of its own rows, not the whole table's"

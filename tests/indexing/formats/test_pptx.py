@@ -35,7 +35,7 @@ def test_a_slide_is_a_page_its_title_a_heading_and_its_notes_included() -> None:
     assert pages(extracted) == [
         "Quarterly results\n\nRevenue grew.\nCosts fell.\n\nNotes: Mention the new office.",
         "",
-        "Staff\n\nName | Age\nBob | 32",
+        "Staff\n\nName: Bob; Age: 32",
     ]
     assert extracted.page_starts == (0, 78, 78)
     assert outline(extracted) == [(1, "Quarterly results"), (1, "Staff")]
@@ -45,3 +45,28 @@ def test_a_slide_is_a_page_its_title_a_heading_and_its_notes_included() -> None:
 def test_a_damaged_deck_is_an_extraction_error() -> None:
     with pytest.raises(ExtractionError, match="unreadable PowerPoint file"):
         pptx_format.extract(Path("bad.pptx"), b"not a deck")
+
+
+def test_a_slide_table_is_in_the_table_form_a_merged_cell_once() -> None:
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Mills"
+    table = slide.shapes.add_table(4, 3, Inches(1), Inches(2), Inches(6), Inches(2)).table
+    values = [
+        ["Mills by town", "", ""],
+        ["Town", "Mill", "Keeper"],
+        ["Elwyn", "North mill", "Hale"],
+        ["Marrow", "", ""],
+    ]
+    for row, cells in enumerate(values):
+        for column, value in enumerate(cells):
+            table.cell(row, column).text = value
+    table.cell(0, 0).merge(table.cell(0, 2))
+    table.cell(3, 1).merge(table.cell(3, 2))
+    table.cell(3, 1).text = "closed"
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    extracted = pptx_format.extract(Path("m.pptx"), buffer.getvalue())
+    assert pages(extracted) == [
+        "Mills\n\nMills by town\nTown: Elwyn; Mill: North mill; Keeper: Hale\nTown: Marrow; Mill: closed"
+    ]  # the merged title row is the caption, as in a sheet

@@ -1,7 +1,7 @@
 """The evidence view's HTML (an MCP App): well-formed, self-contained (its script inline, nothing loaded from
 anywhere), and its script run in node against a stand-in host and DOM: the JSON-RPC messages it posts (initialize,
-initialized, size-changed) and what it shows of a `page_image` result. No browser can run here (none from the OS;
-Playwright's would be a download), so node stands in for the browser's script engine."""
+initialized, size-changed) and what it shows of a `page_image` result. Node runs the script where no browser is
+installed; `test_evidence_view_browser` runs the same view in the OS's Chromium, where it is."""
 
 from __future__ import annotations
 
