@@ -154,8 +154,9 @@ def build_module(weights: E5Weights) -> BertModule:
     """`BertModule` holding the file's weights: matrices dequantised to float32, the word table left in 4 bits."""
     config = weights.config
     hidden = config["hidden_size"]
-    with torch.device("meta"):  # no random initial weights: every one is assigned from the file below
-        module = BertModule({**config, "vocab_size": 1})  # its float word table is replaced just below
+    # Built on the CPU and overwritten from the file below. Not on the meta device: a meta embedding's random
+    # initialisation imports a thousand of torch's modules, a second of CPU on every load.
+    module = BertModule({**config, "vocab_size": 1})  # its float word table is replaced just below
     module.word = QuantisedEmbedding(weights.tensors["emb.word"], hidden)  # type: ignore[assignment]
     t = weights.tensors
 
