@@ -181,6 +181,10 @@ class TokenizedBertEncoder:
     def model_inputs(self, texts: list[str]) -> list[str]:
         return texts
 
+    def query_width(self, length: int) -> int:
+        """The padded length a single text of `length` tokens runs at: a multiple of QUERY_LENGTH_STEP."""
+        return min(-(-length // QUERY_LENGTH_STEP) * QUERY_LENGTH_STEP, self.max_tokens)
+
     def _encode(self, texts: list[str]) -> list[list[int]]:
         encodings = self.tokenizer.encode_batch(self.model_inputs(texts))
         limit = self.max_tokens
@@ -193,7 +197,7 @@ class TokenizedBertEncoder:
         rows = [row if row is not None else next(fresh) for row in known]
         width = max(len(row) for row in rows)
         if len(rows) == 1:  # a query: its length rounded up, see QUERY_LENGTH_STEP
-            width = min(-(-width // QUERY_LENGTH_STEP) * QUERY_LENGTH_STEP, self.max_tokens)
+            width = self.query_width(width)
         ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
         for i, row in enumerate(rows):
