@@ -29,7 +29,8 @@ from granrag_mcp.embedding.pooling import mean_pool, sentence_texts
 WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16
 """A single text is padded (masked) to a multiple of this many tokens, since torch keeps compiled kernels and heap
-blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md).
+blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md); an
+encoder may pad to other widths (`TokenizedBertEncoder.query_width`: e5's ladder, embedding/e5_torch.py).
 Batches are not padded: it would cost indexing time, and after start-up the default server embeds queries only."""
 TOKENIZER = "tokenizer.json"
 
