@@ -19,12 +19,13 @@ import numpy as np
 from granrag_mcp.embedding.embedder import Embedder, gives_tokens
 from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
-from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above
+from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above, parent_of
 from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
 from granrag_mcp.rerankers import Reranker
 from granrag_mcp.retrieval.cross_lingual import words_can_match
 from granrag_mcp.retrieval.filters import DocFilter
-from granrag_mcp.retrieval.fusion import Contribution
+from granrag_mcp.retrieval.fusion import Contribution, FusedItem
+from granrag_mcp.retrieval.spans import dedupe_by_span
 from granrag_mcp.store.adaptation import Adaptation
 from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
@@ -179,6 +180,21 @@ class View:
         chunks = self.catalog.chunks([chunk_id for chunk_id, _ in scored])
         return [ScoredChunk(chunks[chunk_id], score) for chunk_id, score in scored if chunk_id in chunks]
 
+    def fused_hits(self, fused: Sequence[FusedItem[int]], k: int) -> list[ScoredChunk]:
+        """The best `k` fused chunks, a copy of a better one's span left out (`dedupe_by_span`). Their texts are read
+        only as far down the fused order as the `k` kept reach: twice `k` first, the rest if copies left fewer."""
+        hits: list[ScoredChunk] = []
+        begin, step = 0, 2 * k
+        while begin < len(fused):
+            part = fused[begin : begin + step]
+            chunks = self.catalog.chunks([item.key for item in part])
+            hits += [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in part]
+            kept = dedupe_by_span(hits, k)
+            if len(kept) >= k:
+                return kept
+            begin, step = begin + step, len(fused)
+        return dedupe_by_span(hits, k)
+
     # --- single level ------------------------------------------------------------------------------------------
 
     def query_vector(self, query: str) -> np.ndarray:
@@ -260,7 +276,11 @@ class View:
             climbing = {orig: at for orig, at in current.items() if at in known and known[at][0] != level}
             if not climbing:
                 return {orig: at for orig, at in current.items() if at in known}
-            parents = {parent for at in climbing.values() if (parent := known[at][1]) is not None}
+            parents = {
+                parent: parent_of(known[at][0]) for at in climbing.values() if (parent := known[at][1]) is not None
+            }
+            # a parent one level up that is `level` is where the climb ends: only its id is needed, not its row
+            known.update({i: (level, None) for i, up in parents.items() if up == level and i not in known})
             known.update(self.catalog.outline([i for i in parents if i not in known]))
             for orig, at in climbing.items():
                 parent = known[at][1]
