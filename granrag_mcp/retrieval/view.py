@@ -22,6 +22,7 @@ from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above, parent_of
 from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
 from granrag_mcp.rerankers import Reranker
+from granrag_mcp.retrieval.by_document import ByDocument
 from granrag_mcp.retrieval.cross_lingual import words_can_match
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import Contribution, FusedItem
@@ -31,6 +32,7 @@ from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
 
 if TYPE_CHECKING:
+    from granrag_mcp.outline import Outline
     from granrag_mcp.retrieval.ranking.model import CandidateRanker
 
 Scored = list[tuple[int, float]]
@@ -179,6 +181,17 @@ class View:
         """The chunks of a ranked list, with their scores (ids no longer in the catalog left out)."""
         chunks = self.catalog.chunks([chunk_id for chunk_id, _ in scored])
         return [ScoredChunk(chunks[chunk_id], score) for chunk_id, score in scored if chunk_id in chunks]
+
+    def document_outlines(self, doc_ids: Iterable[str]) -> dict[str, Outline]:
+        """Each document's outline (an empty one where it has none), read once a generation (`ByDocument`)."""
+        remembered: ByDocument[Outline] = self.per_generation.get(self.snapshot, "outlines", ByDocument)
+        return remembered.of(doc_ids, self.catalog.outlines)
+
+    def document_languages(self, doc_ids: Iterable[str]) -> dict[str, str | None]:
+        """Each known document's language (None where the catalog is older than languages), read once a
+        generation (`ByDocument`)."""
+        remembered: ByDocument[str | None] = self.per_generation.get(self.snapshot, "document_languages", ByDocument)
+        return remembered.of(doc_ids, self.catalog.languages)
 
     def fused_hits(self, fused: Sequence[FusedItem[int]], k: int) -> list[ScoredChunk]:
         """The best `k` fused chunks, a copy of a better one's span left out (`dedupe_by_span`). Their texts are read
