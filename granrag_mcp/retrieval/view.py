@@ -22,10 +22,10 @@ from granrag_mcp.errors import InvalidInputError, UnknownChunkError
 from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above, parent_of
 from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
 from granrag_mcp.rerankers import Reranker
-from granrag_mcp.retrieval.by_document import ByDocument
 from granrag_mcp.retrieval.cross_lingual import words_can_match
 from granrag_mcp.retrieval.filters import DocFilter
 from granrag_mcp.retrieval.fusion import Contribution, FusedItem
+from granrag_mcp.retrieval.remembered import Remembered
 from granrag_mcp.retrieval.spans import dedupe_by_span
 from granrag_mcp.store.adaptation import Adaptation
 from granrag_mcp.store.catalog import DocumentInfo
@@ -183,15 +183,29 @@ class View:
         return [ScoredChunk(chunks[chunk_id], score) for chunk_id, score in scored if chunk_id in chunks]
 
     def document_outlines(self, doc_ids: Iterable[str]) -> dict[str, Outline]:
-        """Each document's outline (an empty one where it has none), read once a generation (`ByDocument`)."""
-        remembered: ByDocument[Outline] = self.per_generation.get(self.snapshot, "outlines", ByDocument)
+        """Each document's outline (an empty one where it has none), read once a generation (`Remembered`)."""
+        remembered: Remembered[str, Outline] = self.per_generation.get(self.snapshot, "outlines", Remembered)
         return remembered.of(doc_ids, self.catalog.outlines)
 
     def document_languages(self, doc_ids: Iterable[str]) -> dict[str, str | None]:
         """Each known document's language (None where the catalog is older than languages), read once a
-        generation (`ByDocument`)."""
-        remembered: ByDocument[str | None] = self.per_generation.get(self.snapshot, "document_languages", ByDocument)
+        generation (`Remembered`)."""
+        remembered: Remembered[str, str | None] = self.per_generation.get(
+            self.snapshot, "document_languages", Remembered
+        )
         return remembered.of(doc_ids, self.catalog.languages)
+
+    def chunk_outline(self, chunk_ids: Iterable[int]) -> dict[int, tuple[Level, int | None]]:
+        """Level and parent id of each known chunk, read once a generation (`Remembered`)."""
+        remembered: Remembered[int, tuple[Level, int | None]] = self.per_generation.get(
+            self.snapshot, "chunk_outline", Remembered
+        )
+        return remembered.of(chunk_ids, self.catalog.outline)
+
+    def chunk_children(self, chunk_ids: Iterable[int]) -> dict[int, list[int]]:
+        """The ids of each chunk's children in reading order, read once a generation (`Remembered`)."""
+        remembered: Remembered[int, list[int]] = self.per_generation.get(self.snapshot, "chunk_children", Remembered)
+        return remembered.of(chunk_ids, self.catalog.children)
 
     def fused_hits(self, fused: Sequence[FusedItem[int]], k: int) -> list[ScoredChunk]:
         """The best `k` fused chunks, a copy of a better one's span left out (`dedupe_by_span`). Their texts are read
@@ -281,10 +295,10 @@ class View:
         return {name: [(mapped[i], score) for i, score in scored if i in mapped] for name, scored in lists.items()}
 
     def ancestors(self, chunk_ids: Iterable[int], level: Level) -> dict[int, int]:
-        """For chunks at or below `level`, the id of each one's ancestor at `level` (unknown ids left out); one
-        catalog query per level climbed, reading no chunk text."""
+        """For chunks at or below `level`, the id of each one's ancestor at `level` (unknown ids left out); at most one
+        catalog query per level climbed, reading no chunk text (`chunk_outline`)."""
         current = {chunk_id: chunk_id for chunk_id in chunk_ids}
-        known = self.catalog.outline(list(current))
+        known = self.chunk_outline(current)
         while True:
             climbing = {orig: at for orig, at in current.items() if at in known and known[at][0] != level}
             if not climbing:
@@ -294,7 +308,7 @@ class View:
             }
             # a parent one level up that is `level` is where the climb ends: only its id is needed, not its row
             known.update({i: (level, None) for i, up in parents.items() if up == level and i not in known})
-            known.update(self.catalog.outline([i for i in parents if i not in known]))
+            known.update(self.chunk_outline(i for i in parents if i not in known))
             for orig, at in climbing.items():
                 parent = known[at][1]
                 if parent is None:  # already the top level: there is nothing at `level` above it
@@ -304,13 +318,13 @@ class View:
 
     def descendants(self, chunk_ids: Sequence[int], levels: Sequence[Level], level: Level) -> list[list[int]]:
         """For each chunk (of the given level, at or above `level`), its descendants at `level` in document order;
-        one catalog query per level crossed, for all the chunks together."""
+        at most one catalog query per level crossed, for all the chunks together (`chunk_children`)."""
         members = [[chunk_id] for chunk_id in chunk_ids]
         current = list(levels)
         for above in levels_above(level):
             at_level = [n for n, lvl in enumerate(current) if lvl == above]
             if at_level:
-                children = self.catalog.children([i for n in at_level for i in members[n]])
+                children = self.chunk_children(i for n in at_level for i in members[n])
                 for n in at_level:
                     members[n] = [child for i in members[n] for child in children[i]]
                     current[n] = child_of(above)  # type: ignore[assignment]
