@@ -62,27 +62,29 @@ def check_query(query: str) -> str:
 
 
 class PerGeneration:
-    """What queries build from one generation's files and reuse (the concept graph's query structures), kept for
-    the last few generations asked about. The engine holds one for every view it hands out, so a request reuses
-    what an earlier one built and a new generation builds its own; a view made without one has its own."""
+    """What queries build from one generation's files and reuse (the concept graph's query structures, the facts
+    searches remember of its documents and chunks), kept for the last few generations asked about, every structure
+    of a kept generation with it. The engine holds one for every view it hands out, so a request reuses what an
+    earlier one built and a new generation builds its own; a view made without one has its own."""
 
     def __init__(self, size: int = GENERATIONS_KEPT) -> None:
         self.size = size
         self._lock = threading.Lock()
-        self._built: OrderedDict[tuple[Path, str], Any] = OrderedDict()
+        self._built: OrderedDict[Path, dict[str, Any]] = OrderedDict()  # generation folder -> name -> structure
 
     def get(self, snapshot: Snapshot, name: str, build: Callable[[], T]) -> T:
         """The `name` structure of `snapshot`'s generation, built by `build` the first time it is asked for."""
-        key = (snapshot.folder, name)
         with self._lock:  # requests arriving together build it once
-            if key in self._built:
-                self._built.move_to_end(key)
-                return self._built[key]
-            value = build()
-            self._built[key] = value
-            while len(self._built) > self.size:
-                self._built.popitem(last=False)
-            return value
+            built = self._built.get(snapshot.folder)
+            if built is None:
+                built = self._built[snapshot.folder] = {}
+                while len(self._built) > self.size:
+                    self._built.popitem(last=False)
+            else:
+                self._built.move_to_end(snapshot.folder)
+            if name not in built:
+                built[name] = build()
+            return built[name]
 
 
 class View:
