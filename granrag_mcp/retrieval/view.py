@@ -61,6 +61,16 @@ def check_query(query: str) -> str:
     return query.strip()
 
 
+def first_peaks(scores: np.ndarray, lengths: np.ndarray) -> list[int]:
+    """The position of each run's highest score (its first, on a tie: `np.argmax` of each run), for `scores` read
+    as consecutive runs of `lengths` (none empty), found for all the runs at once."""
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    if np.isnan(scores).any():  # a NaN is its run's argmax, and equals nothing: run by run
+        return [int(start + np.argmax(scores[start : start + n])) for start, n in zip(starts, lengths)]
+    at_peak = np.flatnonzero(scores == np.repeat(np.maximum.reduceat(scores, starts), lengths))
+    return at_peak[np.searchsorted(at_peak, starts)].tolist()
+
+
 class PerGeneration:
     """What queries build from one generation's files and reuse (the concept graph's query structures, the facts
     searches remember of its documents and chunks), kept for the last few generations asked about, every structure
@@ -358,11 +368,9 @@ class View:
         if unranked:  # the closest descendant by vector, all candidates read from the index at once
             candidates = np.asarray([i for _, ids in unranked for i in ids], dtype=np.int64)
             scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
-            begin = 0
-            for chunk_id, ids in unranked:
-                best = begin + int(np.argmax(scores[begin : begin + len(ids)]))
+            lengths = np.asarray([len(ids) for _, ids in unranked], dtype=np.int64)
+            for (chunk_id, _), best in zip(unranked, first_peaks(scores, lengths)):
                 chosen[chunk_id] = int(candidates[best])
-                begin += len(ids)
         return chosen
 
     def sentence_vectors(self, chunks: Sequence[Chunk]) -> list[tuple[np.ndarray, np.ndarray]]:
