@@ -114,7 +114,7 @@ class LineClient:
 def revision(folder: str) -> str:
     """The commit a checkout is at (not its path, which names this machine)."""
     done = subprocess.run(["git", "-C", folder, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return f"the checkout of {done.stdout.strip()}" if done.returncode == 0 else "the baseline checkout"
+    return f"the checkout of {done.stdout.strip()}" if done.returncode == 0 else "a tree without its git history"
 
 
 def cpu_seconds(pid: int, thread: int | None = None) -> float:
@@ -279,13 +279,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": info,
         "git": _common.git_revision(),
         "variants": (
-            {
-                "A": f"{revision(args.baseline) if args.baseline else 'this checkout'} with {args.a_env}",
-                "B": "this checkout",
-            }
+            {"A": f"{revision(args.baseline) if args.baseline else 'this checkout'} with {args.a_env}"}
             if "A" in variants
             else {}
         )
+        | ({"B": "this checkout"} if len(variants) > 1 else {})
         | {name: revision(path) for name, path in variants.items() if name not in ("A", "B")},
         "store_chunks": bench_tools.store_chunks(args.store),
         "rounds": args.rounds,
