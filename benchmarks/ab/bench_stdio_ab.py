@@ -6,6 +6,9 @@ JSON-RPC lines itself (so no client-side validation of the results is counted) c
 turn on A, B and the in-process core (`--core`: the same retrieval functions on an `Engine` in this process,
 query embedding included), so the three see the same load. Cold starts alternate too: process spawn to
 `initialize` answered, and to the first `search_narrow` answered.
+`--variant NAME=CHECKOUT` serves more versions in the same turns (the pieces of a change, each measured against
+the others in one run); `--floor` adds a one-tool server on the MCP SDK alone, called in turn too (`sdk_floor`:
+what any call over stdio costs on this SDK, whatever the server does).
 Beside each p50, the CPU time per call (`cpu_ms_per_call`: every thread of a server's process, the calling
 thread of the core), which a loaded shared machine inflates far less than it does the wall time, and a server's
 main thread alone (`loop_cpu_ms_per_call`: the event loop, where the SDK dispatches, checks and serialises each
@@ -14,6 +17,7 @@ call while the search itself runs in a worker thread).
     .venv/bin/python benchmarks/ab/bench_stdio_ab.py --store /tmp/squad-a-x2 --baseline /tmp/base-checkout --core
     .venv/bin/python benchmarks/ab/bench_stdio_ab.py --a-env ONEDNN_MAX_CPU_ISA=AVX2 --a-env ATEN_CPU_CAPABILITY=avx2 \
         --a-env FAISS_OPT_LEVEL=avx2 --core --name stdio_fp32   # A: the fp32 path of a CPU without AVX-512
+    .venv/bin/python benchmarks/ab/bench_stdio_ab.py --baseline /tmp/main --variant core_only=/tmp/piece1 --core --floor
     .venv/bin/python benchmarks/ab/bench_stdio_ab.py --smoke        # a tiny store and a few calls, nothing saved
 
 Prints one JSON object and writes benchmarks/results/stdio_ab.json (not with --smoke or --no-save).
@@ -47,6 +51,7 @@ def add(a: int, b: int) -> int:
     return a + b
 server.run("stdio")
 """  # the MCP SDK alone, one tool: the start-up no server on this SDK can go below
+FLOOR = "sdk_floor"
 RANKED = ("hrr_search",)  # a search with a reranker: not under the 3 ms target, measured to see it unchanged
 CONTEXT = ("expand_window", "get_parent", "get_chunks", "list_documents")
 
@@ -109,7 +114,7 @@ class LineClient:
 def revision(folder: str) -> str:
     """The commit a checkout is at (not its path, which names this machine)."""
     done = subprocess.run(["git", "-C", folder, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return f"the checkout of {done.stdout.strip()}" if done.returncode == 0 else "the baseline checkout"
+    return f"the checkout of {done.stdout.strip()}" if done.returncode == 0 else "a tree without its git history"
 
 
 def cpu_seconds(pid: int, thread: int | None = None) -> float:
@@ -182,11 +187,15 @@ def measure(
     clients = {name: LineClient(args.store, path, envs.get(name)) for name, path in variants.items()}
     for client in clients.values():
         client.call("search_narrow", {"query": questions[-100]})  # waits for the engine to load
+    if args.floor:  # the SDK alone answering a one-line tool, in turn with the others: the floor of any call
+        clients[FLOOR] = LineClient(args.store, str(_common.ROOT), floor=True)
     _, first = clients["B"].call("search_narrow", {"query": questions[-101], "k": 20})
     ids = [h["chunk_id"] for h in first["hits"]]
     callers: dict[str, Callable[[str, dict[str, Any]], Any]] = {
-        name: (lambda tool, a, c=client: c.call(tool, a)) for name, client in clients.items()
+        name: (lambda tool, a, c=client: c.call(tool, a)) for name, client in clients.items() if name != FLOOR
     }
+    if FLOOR in clients:
+        callers[FLOOR] = lambda tool, a, c=clients[FLOOR]: c.call("add", {"a": 1, "b": 2})
     if args.core:
         callers["core"] = core_calls(args.store)
     tools = tuple(args.tools) if args.tools else SEARCHES + RANKED + CONTEXT
@@ -228,7 +237,7 @@ def measure(
                 latency[name][tool]["loop_cpu_ms_per_call"] = round(loop_cpu[name][tool] / calls * 1000, 3)
     gap: dict[str, Any] = {}
     if args.core:
-        for name in clients:
+        for name in (c for c in clients if c != FLOOR):
             gap[name] = {t: round(latency[name][t]["p50_ms"] - latency["core"][t]["p50_ms"], 2) for t in tools}
             gap[f"{name}_cpu"] = {
                 t: round(latency[name][t]["cpu_ms_per_call"] - latency["core"][t]["cpu_ms_per_call"], 2) for t in tools
@@ -243,6 +252,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     questions = [q.question for q in squad_corpus.sample(all_questions, None, args.seed)]
     here = str(_common.ROOT)
     variants = {"B": here} | ({"A": args.baseline or here} if args.baseline or args.a_env else {})
+    variants |= dict(pair.split("=", 1) for pair in args.variant)  # more checkouts, each called in turn too
     envs = {"A": dict(pair.split("=", 1) for pair in args.a_env)}
     cold: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for number in range(args.cold_starts):
@@ -268,12 +278,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "stdio_ab",
         "machine": info,
         "git": _common.git_revision(),
-        "variants": {
-            "A": f"{revision(args.baseline) if args.baseline else 'this checkout'} with {args.a_env}",
-            "B": "this checkout",
-        }
-        if "A" in variants
-        else {},
+        "variants": (
+            {"A": f"{revision(args.baseline) if args.baseline else 'this checkout'} with {args.a_env}"}
+            if "A" in variants
+            else {}
+        )
+        | ({"B": "this checkout"} if len(variants) > 1 else {})
+        | {name: revision(path) for name, path in variants.items() if name not in ("A", "B")},
         "store_chunks": bench_tools.store_chunks(args.store),
         "rounds": args.rounds,
         "calls_per_tool_and_round": args.calls,
@@ -310,7 +321,17 @@ def main() -> None:
         help="environment of server A only (repeatable); without --baseline, A is this checkout with it",
     )
     parser.add_argument(
-        "--floor", action="store_true", help="also cold starts of a one-tool server on the MCP SDK alone"
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=CHECKOUT",
+        help="one more version to serve, called in turn with A and B (repeatable): each piece of a change in one run",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also a one-tool server on the MCP SDK alone: its cold starts, and its calls in turn with the others "
+        f"(`{FLOOR}`: the floor of a call over stdio)",
     )
     parser.add_argument("--core", action="store_true", help="also the same work in process, alternating")
     parser.add_argument("--rounds", type=int, default=6)

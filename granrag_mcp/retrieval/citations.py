@@ -82,8 +82,8 @@ def cite(outline: Outline, start: int, text: str) -> Citation:
 
 
 def cite_chunks(view: View, chunks: Sequence[Chunk]) -> dict[int, Citation]:
-    """Chunk id -> its citation; one catalog read for the outlines of all their documents."""
-    outlines = view.catalog.outlines([c.doc_id for c in chunks])
+    """Chunk id -> its citation, from the outlines of their documents (read once a generation, `Remembered`)."""
+    outlines = view.document_outlines(c.doc_id for c in chunks)
     return {c.id: cite(outlines[c.doc_id], c.start, c.text) for c in chunks}
 
 

@@ -77,22 +77,32 @@ def reciprocal_rank_fusion(
     resolved_weights = _resolve_weights(lists, weights or {})
 
     contributions: dict[K, dict[str, Contribution]] = {}
+    best_rank: dict[K, int] = {}  # each key's best rank in any list, kept as the lists are read
     for list_name, ranked in lists.items():
         weight = resolved_weights[list_name]
         for rank, (key, score) in enumerate(_first_occurrences(ranked), start=1):
-            contribution = Contribution(rank=rank, score=float(score), fused=weight / (k + rank))
-            contributions.setdefault(key, {})[list_name] = contribution
+            by_list = contributions.get(key)
+            if by_list is None:
+                contributions[key] = by_list = {}
+                best_rank[key] = rank
+            elif rank < best_rank[key]:
+                best_rank[key] = rank
+            by_list[list_name] = Contribution(rank=rank, score=float(score), fused=weight / (k + rank))
 
     # dicts keep insertion order, so enumeration order is the order of first appearance.
-    fused = [
-        (
-            FusedItem(key=key, score=_sum_contributions(by_list), contributions=MappingProxyType(by_list)),
-            appearance,
-        )
+    keyed = [
+        ((-_tie_insensitive(score), best_rank[key], appearance), key, score, by_list)
         for appearance, (key, by_list) in enumerate(contributions.items())
+        for score in (_sum_contributions(by_list),)
     ]
-    fused.sort(key=lambda pair: (-_tie_insensitive(pair[0].score), _best_rank(pair[0]), pair[1]))
-    return [item for item, _ in fused]
+    keyed.sort(key=_first)
+    return [
+        FusedItem(key=key, score=score, contributions=MappingProxyType(by_list)) for _, key, score, by_list in keyed
+    ]
+
+
+def _first(entry: tuple) -> tuple:
+    return entry[0]
 
 
 def _check_k(k: int) -> None:
@@ -131,7 +141,3 @@ def _sum_contributions(by_list: Mapping[str, Contribution]) -> float:
 def _tie_insensitive(score: float) -> float:
     # Equal sums added in another order can differ in the last bit; round so that they still tie.
     return float(f"{score:.12g}")
-
-
-def _best_rank(item: FusedItem[K]) -> int:
-    return min(contribution.rank for contribution in item.contributions.values())

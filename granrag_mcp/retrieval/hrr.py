@@ -144,4 +144,4 @@ def hrr_search(
         if parent_id not in out:
             out[parent_id] = ScoredChunk(parents[parent_id], hit.score, hit.sources)  # type: ignore[index]
         out[parent_id].evidence.append(hit.chunk.public_id)  # type: ignore[index]
-    return RerankResult(reranker, dedupe_by_span(list(out.values()))[:k])
+    return RerankResult(reranker, dedupe_by_span(list(out.values()), k))

@@ -57,12 +57,10 @@ def search_level(
     used = level_used(view, level, k, lexical, weights)
     dense_name, lexical_name = list_name(level, "dense"), list_name(level, "lexical")
     if used is None:
-        return dedupe_by_span(view.scored_chunks(view.dense(level, vector, max(2 * k, k + 10))))[:k]
+        return dedupe_by_span(view.scored_chunks(view.dense(level, vector, max(2 * k, k + 10))), k)
     lists = {
         dense_name: view.dense(level, vector, used.depths[dense_name]),
         lexical_name: view.lexical(level, query, used.depths[lexical_name]),
     }
     fused = reciprocal_rank_fusion(lists, weights=dict(used.weights), k=used.rrf_k)
-    chunks = view.catalog.chunks([item.key for item in fused])
-    hits = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
-    return dedupe_by_span(hits)[:k]
+    return view.fused_hits(fused, k)

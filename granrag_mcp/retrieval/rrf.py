@@ -10,7 +10,6 @@ import numpy as np
 from granrag_mcp.errors import InvalidInputError
 from granrag_mcp.levels import FINEST, LEVEL_SPECS, TOP, Level, list_name
 from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, FusionRequest, FusionUsed, list_depth, reciprocal_rank_fusion
-from granrag_mcp.retrieval.spans import dedupe_by_span
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View, check_query
 
 FUSED_LEVELS: tuple[Level, ...] = (TOP, FINEST)
@@ -134,9 +133,7 @@ def search_rrf(
     vector = view.query_vector(query)
     lists = rrf_lists(view, query, vector, level, depth or used.depths, lexical)
     fused = reciprocal_rank_fusion(lists, weights={n: w for n, w in used.weights.items() if n in lists}, k=used.rrf_k)
-    chunks = view.catalog.chunks([item.key for item in fused])
-    hits = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
-    return dedupe_by_span(hits)[:k]
+    return view.fused_hits(fused, k)
 
 
 def rrf_used(view: View, k: int, request: FusionRequest) -> FusionUsed:

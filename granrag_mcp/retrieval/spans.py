@@ -29,8 +29,9 @@ def overlap_share(a: Chunk, b: Chunk) -> float:
     return max(shared, 0) / max(min(a.end - a.start, b.end - b.start), 1)
 
 
-def dedupe_by_span(hits: Sequence[H]) -> list[H]:
-    """Drop a hit whose span contains, or lies inside, the span of a better-ranked hit.
+def dedupe_by_span(hits: Sequence[H], limit: int | None = None) -> list[H]:
+    """Drop a hit whose span contains, or lies inside, the span of a better-ranked hit; with `limit`, the first
+    `limit` hits kept (the same as cutting the whole result, without comparing the hits after them).
 
     The broad overlap indexes the text of each overlap region twice, so the same sentence (or a piece of it)
     can come back from two broad chunks. Chunks that merely overlap, such as a short last broad chunk, stay.
@@ -38,11 +39,19 @@ def dedupe_by_span(hits: Sequence[H]) -> list[H]:
     kept: list[H] = []
     kept_in_doc: dict[str, list[Chunk]] = {}
     for hit in hits:
-        others = kept_in_doc.setdefault(hit.chunk.doc_id, [])
-        if not any(inside(hit.chunk, other) or inside(other, hit.chunk) for other in others):
+        if limit is not None and len(kept) >= limit:
+            break
+        chunk = hit.chunk
+        others = kept_in_doc.setdefault(chunk.doc_id, [])
+        if not any(_nested(chunk, other) for other in others):
             kept.append(hit)
-            others.append(hit.chunk)
+            others.append(chunk)
     return kept
+
+
+def _nested(a: Chunk, b: Chunk) -> bool:
+    """Whether one of two chunks of the same document lies inside the other."""
+    return (a.start >= b.start and a.end <= b.end) or (b.start >= a.start and b.end <= a.end)
 
 
 def document_order(chunks: Sequence[Chunk], pinned: Chunk) -> list[Chunk]:

@@ -19,17 +19,20 @@ import numpy as np
 from granrag_mcp.embedding.embedder import Embedder, gives_tokens
 from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.errors import InvalidInputError, UnknownChunkError
-from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above
+from granrag_mcp.levels import FINEST, Level, child_of, is_finer, levels_above, parent_of
 from granrag_mcp.records import MAX_QUERY_CHARS, Chunk, parse_chunk_id
 from granrag_mcp.rerankers import Reranker
 from granrag_mcp.retrieval.cross_lingual import words_can_match
 from granrag_mcp.retrieval.filters import DocFilter
-from granrag_mcp.retrieval.fusion import Contribution
+from granrag_mcp.retrieval.fusion import Contribution, FusedItem
+from granrag_mcp.retrieval.remembered import Remembered
+from granrag_mcp.retrieval.spans import dedupe_by_span
 from granrag_mcp.store.adaptation import Adaptation
 from granrag_mcp.store.catalog import DocumentInfo
 from granrag_mcp.store.store import Snapshot
 
 if TYPE_CHECKING:
+    from granrag_mcp.outline import Outline
     from granrag_mcp.retrieval.ranking.model import CandidateRanker
 
 Scored = list[tuple[int, float]]
@@ -58,28 +61,40 @@ def check_query(query: str) -> str:
     return query.strip()
 
 
+def first_peaks(scores: np.ndarray, lengths: np.ndarray) -> list[int]:
+    """The position of each run's highest score (its first, on a tie: `np.argmax` of each run), for `scores` read
+    as consecutive runs of `lengths` (none empty), found for all the runs at once."""
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    if np.isnan(scores).any():  # a NaN is its run's argmax, and equals nothing: run by run
+        return [int(start + np.argmax(scores[start : start + n])) for start, n in zip(starts, lengths)]
+    at_peak = np.flatnonzero(scores == np.repeat(np.maximum.reduceat(scores, starts), lengths))
+    return at_peak[np.searchsorted(at_peak, starts)].tolist()
+
+
 class PerGeneration:
-    """What queries build from one generation's files and reuse (the concept graph's query structures), kept for
-    the last few generations asked about. The engine holds one for every view it hands out, so a request reuses
-    what an earlier one built and a new generation builds its own; a view made without one has its own."""
+    """What queries build from one generation's files and reuse (the concept graph's query structures, the facts
+    searches remember of its documents and chunks), kept for the last few generations asked about, every structure
+    of a kept generation with it. The engine holds one for every view it hands out, so a request reuses what an
+    earlier one built and a new generation builds its own; a view made without one has its own."""
 
     def __init__(self, size: int = GENERATIONS_KEPT) -> None:
         self.size = size
         self._lock = threading.Lock()
-        self._built: OrderedDict[tuple[Path, str], Any] = OrderedDict()
+        self._built: OrderedDict[Path, dict[str, Any]] = OrderedDict()  # generation folder -> name -> structure
 
     def get(self, snapshot: Snapshot, name: str, build: Callable[[], T]) -> T:
         """The `name` structure of `snapshot`'s generation, built by `build` the first time it is asked for."""
-        key = (snapshot.folder, name)
         with self._lock:  # requests arriving together build it once
-            if key in self._built:
-                self._built.move_to_end(key)
-                return self._built[key]
-            value = build()
-            self._built[key] = value
-            while len(self._built) > self.size:
-                self._built.popitem(last=False)
-            return value
+            built = self._built.get(snapshot.folder)
+            if built is None:
+                built = self._built[snapshot.folder] = {}
+                while len(self._built) > self.size:
+                    self._built.popitem(last=False)
+            else:
+                self._built.move_to_end(snapshot.folder)
+            if name not in built:
+                built[name] = build()
+            return built[name]
 
 
 class View:
@@ -179,6 +194,46 @@ class View:
         chunks = self.catalog.chunks([chunk_id for chunk_id, _ in scored])
         return [ScoredChunk(chunks[chunk_id], score) for chunk_id, score in scored if chunk_id in chunks]
 
+    def document_outlines(self, doc_ids: Iterable[str]) -> dict[str, Outline]:
+        """Each document's outline (an empty one where it has none), read once a generation (`Remembered`)."""
+        remembered: Remembered[str, Outline] = self.per_generation.get(self.snapshot, "outlines", Remembered)
+        return remembered.of(doc_ids, self.catalog.outlines)
+
+    def document_languages(self, doc_ids: Iterable[str]) -> dict[str, str | None]:
+        """Each known document's language (None where the catalog is older than languages), read once a
+        generation (`Remembered`)."""
+        remembered: Remembered[str, str | None] = self.per_generation.get(
+            self.snapshot, "document_languages", Remembered
+        )
+        return remembered.of(doc_ids, self.catalog.languages)
+
+    def chunk_outline(self, chunk_ids: Iterable[int]) -> dict[int, tuple[Level, int | None]]:
+        """Level and parent id of each known chunk, read once a generation (`Remembered`)."""
+        remembered: Remembered[int, tuple[Level, int | None]] = self.per_generation.get(
+            self.snapshot, "chunk_outline", Remembered
+        )
+        return remembered.of(chunk_ids, self.catalog.outline)
+
+    def chunk_children(self, chunk_ids: Iterable[int]) -> dict[int, list[int]]:
+        """The ids of each chunk's children in reading order, read once a generation (`Remembered`)."""
+        remembered: Remembered[int, list[int]] = self.per_generation.get(self.snapshot, "chunk_children", Remembered)
+        return remembered.of(chunk_ids, self.catalog.children)
+
+    def fused_hits(self, fused: Sequence[FusedItem[int]], k: int) -> list[ScoredChunk]:
+        """The best `k` fused chunks, a copy of a better one's span left out (`dedupe_by_span`). Their texts are read
+        only as far down the fused order as the `k` kept reach: twice `k` first, the rest if copies left fewer."""
+        hits: list[ScoredChunk] = []
+        begin, step = 0, 2 * k
+        while begin < len(fused):
+            part = fused[begin : begin + step]
+            chunks = self.catalog.chunks([item.key for item in part])
+            hits += [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in part]
+            kept = dedupe_by_span(hits, k)
+            if len(kept) >= k:
+                return kept
+            begin, step = begin + step, len(fused)
+        return dedupe_by_span(hits, k)
+
     # --- single level ------------------------------------------------------------------------------------------
 
     def query_vector(self, query: str) -> np.ndarray:
@@ -252,16 +307,20 @@ class View:
         return {name: [(mapped[i], score) for i, score in scored if i in mapped] for name, scored in lists.items()}
 
     def ancestors(self, chunk_ids: Iterable[int], level: Level) -> dict[int, int]:
-        """For chunks at or below `level`, the id of each one's ancestor at `level` (unknown ids left out); one
-        catalog query per level climbed, reading no chunk text."""
+        """For chunks at or below `level`, the id of each one's ancestor at `level` (unknown ids left out); at most one
+        catalog query per level climbed, reading no chunk text (`chunk_outline`)."""
         current = {chunk_id: chunk_id for chunk_id in chunk_ids}
-        known = self.catalog.outline(list(current))
+        known = self.chunk_outline(current)
         while True:
             climbing = {orig: at for orig, at in current.items() if at in known and known[at][0] != level}
             if not climbing:
                 return {orig: at for orig, at in current.items() if at in known}
-            parents = {parent for at in climbing.values() if (parent := known[at][1]) is not None}
-            known.update(self.catalog.outline([i for i in parents if i not in known]))
+            parents = {
+                parent: parent_of(known[at][0]) for at in climbing.values() if (parent := known[at][1]) is not None
+            }
+            # a parent one level up that is `level` is where the climb ends: only its id is needed, not its row
+            known.update({i: (level, None) for i, up in parents.items() if up == level and i not in known})
+            known.update(self.chunk_outline(i for i in parents if i not in known))
             for orig, at in climbing.items():
                 parent = known[at][1]
                 if parent is None:  # already the top level: there is nothing at `level` above it
@@ -271,13 +330,13 @@ class View:
 
     def descendants(self, chunk_ids: Sequence[int], levels: Sequence[Level], level: Level) -> list[list[int]]:
         """For each chunk (of the given level, at or above `level`), its descendants at `level` in document order;
-        one catalog query per level crossed, for all the chunks together."""
+        at most one catalog query per level crossed, for all the chunks together (`chunk_children`)."""
         members = [[chunk_id] for chunk_id in chunk_ids]
         current = list(levels)
         for above in levels_above(level):
             at_level = [n for n, lvl in enumerate(current) if lvl == above]
             if at_level:
-                children = self.catalog.children([i for n in at_level for i in members[n]])
+                children = self.chunk_children(i for n in at_level for i in members[n])
                 for n in at_level:
                     members[n] = [child for i in members[n] for child in children[i]]
                     current[n] = child_of(above)  # type: ignore[assignment]
@@ -309,11 +368,9 @@ class View:
         if unranked:  # the closest descendant by vector, all candidates read from the index at once
             candidates = np.asarray([i for _, ids in unranked for i in ids], dtype=np.int64)
             scores = self.snapshot.vectors[level].reconstruct(candidates) @ vector
-            begin = 0
-            for chunk_id, ids in unranked:
-                best = begin + int(np.argmax(scores[begin : begin + len(ids)]))
+            lengths = np.asarray([len(ids) for _, ids in unranked], dtype=np.int64)
+            for (chunk_id, _), best in zip(unranked, first_peaks(scores, lengths)):
                 chosen[chunk_id] = int(candidates[best])
-                begin += len(ids)
         return chosen
 
     def sentence_vectors(self, chunks: Sequence[Chunk]) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -55,3 +55,10 @@ def test_per_generation_keeps_the_last_generations_asked_about(tmp_path: Path) -
     assert kept.get(snapshots[2], "x", object) is built[2]  # type: ignore[arg-type]
     assert kept.get(snapshots[0], "x", object) is not built[0], "the oldest was let go"  # type: ignore[arg-type]
     assert kept.get(snapshots[2], "y", list) == [], "each name is its own structure"  # type: ignore[arg-type]
+
+
+def test_per_generation_keeps_every_structure_of_a_kept_generation(tmp_path: Path) -> None:
+    kept = PerGeneration(size=2)
+    snapshot = SimpleNamespace(folder=tmp_path / "gen-1")
+    built = {name: kept.get(snapshot, name, object) for name in "abcdefgh"}  # type: ignore[arg-type]
+    assert all(kept.get(snapshot, name, object) is value for name, value in built.items())  # type: ignore[arg-type]

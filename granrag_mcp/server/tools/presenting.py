@@ -155,7 +155,7 @@ def hits_result(
 ) -> SearchResult:
     packing = pack([h.chunk.text for h in hits], max_tokens, tokenizer)
     cited = cite_chunks(view, [h.chunk for h in hits])
-    languages = view.catalog.languages([h.chunk.doc_id for h in hits]) if hits else {}
+    languages = view.document_languages(h.chunk.doc_id for h in hits)
     models = [
         Hit.of(
             h.chunk,

@@ -32,6 +32,7 @@ from mcp_types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCNotification,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
@@ -42,6 +43,8 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest message accepted. A longer line is answered with an error instead of being held in memory whole."""
 _END = b'{"granrag-relay":"end"}\n'  # written by the relay itself, after the SDK has returned, to end the copy
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")')
+_NEEDS_A_LOOK = re.compile(rb"\\u[dD][89a-fA-F]|NaN|Infinity")
+"""What a plain line never holds: a surrogate escape (perhaps unpaired), or a constant Python's parser takes."""
 
 
 def scrub(value: Any) -> Any:
@@ -80,8 +83,23 @@ def _valid_id(value: Any) -> int | str | None:
     return value if isinstance(value, int | str) and not isinstance(value, bool) else None
 
 
+def plain(line: bytes) -> bool:
+    """Whether `line` is a JSON-RPC message the SDK takes as it is: most lines are, and this check parses them once,
+    as the SDK will, where `screen`'s own path parses, repairs and compares. A notification whose line names an id
+    is not plain (its id had the wrong type), nor is a line with a surrogate escape, NaN or Infinity in it."""
+    if _NEEDS_A_LOOK.search(line):
+        return False
+    try:
+        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        return False
+    return not isinstance(message, JSONRPCNotification) or b'"id"' not in line
+
+
 def screen(line: bytes) -> tuple[bytes | None, bytes | None]:
     """(what to pass to the SDK, what to answer the client) for one line read from the client."""
+    if plain(line):
+        return line if line.endswith(b"\n") else line + b"\n", None
     text = line.decode("utf-8", "replace").strip()
     if not text:
         return None, None
