@@ -23,6 +23,7 @@ import numpy as np
 from granrag_mcp.levels import FINEST, Level, list_name, parent_of
 from granrag_mcp.retrieval.candidate_ranking import rank_hrr_candidates
 from granrag_mcp.retrieval.cross_lingual import numbers_of
+from granrag_mcp.retrieval.feedback import Feedback, moved_query
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.ranking.features import CandidateReads
 from granrag_mcp.retrieval.rerank import RerankResult, require_reranker, rerank_chunks
@@ -41,6 +42,9 @@ HRR_LISTS = ("rerank", SENTENCE_DENSE, SENTENCE_LEXICAL, CANDIDATE_LEXICAL)
 CROSS_LINGUAL_LISTS = ("rerank", SENTENCE_DENSE, CANDIDATE_DENSE, CANDIDATE_LEXICAL)
 """The lists of the final fusion for a question whose words cannot match the text (its mid BM25 list searches the
 question's numbers)."""
+CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback()
+"""How far the vector of a question whose words cannot match the text moves toward its first hits before HRR
+searches with it (`retrieval/feedback.py`); None leaves it where the model put it."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
@@ -82,7 +86,9 @@ def hrr_lists(
     reads = CandidateReads(view)
     # Every chunk the final fusion may return (the candidates and the evidence lists' chunks), in one catalog query.
     chunks = reads.chunks(candidates + [chunk_id for scored in evidence.values() for chunk_id, _ in scored])
-    reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks], reads.sentence_vectors)
+    reranked = rerank_chunks(
+        view, query, [chunks[i] for i in candidates if i in chunks], reads.sentence_vectors, vector=vector
+    )
     final = {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}
     if not words:
         final = {name: final.get(name, lists.get(name, [])) for name in CROSS_LINGUAL_LISTS}
@@ -116,6 +122,8 @@ def hrr_candidates(
     words = view.words_match(query)
     weights = hrr_weights(view, weights, query)
     vector = view.query_vector(query)
+    if not words and CROSS_LINGUAL_FEEDBACK is not None:
+        vector = moved_query(view, vector, CROSS_LINGUAL_FEEDBACK)
     lists, reads = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k)
     fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
     chunks = reads.chunks([item.key for item in fused])
