@@ -4,8 +4,6 @@ list fused), while a Hindi question over the same library keeps its words."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from mcp.client import Client
 
