@@ -5,6 +5,8 @@ A question in another language than the text lies further from every passage tha
 language does (a small multilingual model aligns languages only roughly), while the passages that answer it lie
 close to one another. The mean of its first hits is a vector in the text's own language about the question's
 topic, and adding it to the question's vector carries the question part of the way across the language gap.
+The hits are paragraph-sized chunks, not sentences: the mean of a few sentences is about whatever those sentences
+happen to say and pulls the question off its topic (notes/xling.md).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from granrag_mcp.levels import FINEST, Level
+from granrag_mcp.levels import Level
 from granrag_mcp.retrieval.view import View
 
 
@@ -22,9 +24,9 @@ class Feedback:
     """Which first hits move the query and how far: `hits` chunks of `level`, their mean added with `weight` to
     the query's vector (both unit length) before the sum is made unit length again."""
 
-    level: Level = FINEST
-    hits: int = 5
-    weight: float = 0.5
+    level: Level
+    hits: int
+    weight: float
 
     def __post_init__(self) -> None:
         if self.hits < 1 or self.weight < 0:

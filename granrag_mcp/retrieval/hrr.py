@@ -42,9 +42,11 @@ HRR_LISTS = ("rerank", SENTENCE_DENSE, SENTENCE_LEXICAL, CANDIDATE_LEXICAL)
 CROSS_LINGUAL_LISTS = ("rerank", SENTENCE_DENSE, CANDIDATE_DENSE, CANDIDATE_LEXICAL)
 """The lists of the final fusion for a question whose words cannot match the text (its mid BM25 list searches the
 question's numbers)."""
-CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback()
+CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback(CANDIDATE_LEVEL, hits=3, weight=0.5)
 """How far the vector of a question whose words cannot match the text moves toward its first hits before HRR
-searches with it (`retrieval/feedback.py`); None leaves it where the model put it."""
+searches with it (`retrieval/feedback.py`); None leaves it where the model put it. Chosen on English questions over
+Hindi text (in-sample) among 3-5 hits at each level and weights 0.3-1.0, and checked on the Chinese and Arabic
+text (notes/xling.md)."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)

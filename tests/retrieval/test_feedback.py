@@ -41,7 +41,7 @@ def first_hits_mean(view: View, vector: np.ndarray, hits: int) -> np.ndarray:
 
 def test_the_query_moves_toward_its_first_hits_and_stays_unit_length(view: View) -> None:
     vector = view.query_vector("How is green tea made?")
-    moved = moved_query(view, vector, Feedback(hits=3, weight=0.5))
+    moved = moved_query(view, vector, Feedback(FINEST, hits=3, weight=0.5))
     mean = first_hits_mean(view, vector, 3)
     assert np.linalg.norm(moved) == pytest.approx(1.0, abs=1e-5)
     assert float(moved @ mean) > float(vector @ mean)
@@ -50,22 +50,22 @@ def test_the_query_moves_toward_its_first_hits_and_stays_unit_length(view: View)
 
 def test_no_weight_leaves_the_query_where_it_is(view: View) -> None:
     vector = view.query_vector("How is green tea made?")
-    assert np.array_equal(moved_query(view, vector, Feedback(weight=0.0)), vector)
+    assert np.array_equal(moved_query(view, vector, Feedback(FINEST, hits=3, weight=0.0)), vector)
 
 
 def test_the_hits_come_from_the_searched_documents_only(view: View) -> None:
     chinese = view.filtered(DocFilter.of(language="zh"))
     vector = chinese.query_vector("How is green tea made?")
-    moved = moved_query(chinese, vector, Feedback(hits=3, weight=1.0))
+    moved = moved_query(chinese, vector, Feedback(FINEST, hits=3, weight=1.0))
     expected = vector + first_hits_mean(chinese, vector, 3)
     assert np.allclose(moved, expected / np.linalg.norm(expected), atol=1e-5)
-    assert not np.allclose(moved, moved_query(view, vector, Feedback(hits=3, weight=1.0)), atol=1e-3)
+    assert not np.allclose(moved, moved_query(view, vector, Feedback(FINEST, hits=3, weight=1.0)), atol=1e-3)
 
 
 @pytest.mark.parametrize("values", [{"hits": 0}, {"weight": -0.1}])
 def test_feedback_rejects_no_hits_and_a_negative_weight(values: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="feedback needs"):
-        Feedback(**values)  # type: ignore[arg-type]
+        Feedback(FINEST, **{"hits": 3, "weight": 0.5, **values})  # type: ignore[arg-type]
 
 
 def candidates(view: View, query: str) -> list[tuple[str, dict[str, float]]]:
