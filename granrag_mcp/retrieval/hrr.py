@@ -12,6 +12,9 @@ alone (years and counts are written in the same digits in either language); the 
 fusion, and neither the store's adapted weights nor the candidate ranker apply, since both were fitted to
 questions in the text's own language and, on English questions over Chinese, Hindi and Arabic text, put the right
 passage first less often than plain fusion of the dense lists does (notes/38-crosslingual.md, notes/lang.md).
+Such a question's dense lists search with its vector moved toward its first mid hits (`retrieval/feedback.py`),
+which finds the passages of its topic more often; the reranker scores with the question's own vector, which tells
+apart the passages of one topic better than the moved one does.
 """
 
 from __future__ import annotations
@@ -43,10 +46,9 @@ CROSS_LINGUAL_LISTS = ("rerank", SENTENCE_DENSE, CANDIDATE_DENSE, CANDIDATE_LEXI
 """The lists of the final fusion for a question whose words cannot match the text (its mid BM25 list searches the
 question's numbers)."""
 CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback(CANDIDATE_LEVEL, hits=3, weight=0.5)
-"""How far the vector of a question whose words cannot match the text moves toward its first hits before HRR
-searches with it (`retrieval/feedback.py`); None leaves it where the model put it. Chosen on English questions over
-Hindi text (in-sample) among 3-5 hits at each level and weights 0.3-1.0, and checked on the Chinese and Arabic
-text (notes/xling.md)."""
+"""How far the vector of a question whose words cannot match the text moves toward its first hits before HRR's
+dense lists search with it (`retrieval/feedback.py`); None leaves it where the model put it. Chosen on English
+questions over Hindi, Arabic and Chinese text (in-sample for all three; notes/xling.md)."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
@@ -88,9 +90,7 @@ def hrr_lists(
     reads = CandidateReads(view)
     # Every chunk the final fusion may return (the candidates and the evidence lists' chunks), in one catalog query.
     chunks = reads.chunks(candidates + [chunk_id for scored in evidence.values() for chunk_id, _ in scored])
-    reranked = rerank_chunks(
-        view, query, [chunks[i] for i in candidates if i in chunks], reads.sentence_vectors, vector=vector
-    )
+    reranked = rerank_chunks(view, query, [chunks[i] for i in candidates if i in chunks], reads.sentence_vectors)
     final = {"rerank": [(h.chunk.id, h.score or 0.0) for h in reranked], **evidence}
     if not words:
         final = {name: final.get(name, lists.get(name, [])) for name in CROSS_LINGUAL_LISTS}

@@ -31,18 +31,16 @@ def rerank_chunks(
     query: str,
     chunks: Sequence[Chunk],
     sentence_vectors: Callable[[Sequence[Chunk]], list[tuple[np.ndarray, np.ndarray]]] | None = None,
-    vector: np.ndarray | None = None,
 ) -> list[ScoredChunk]:
     """`chunks` best first by the view's reranker; `sentence_vectors` reads their sentences' vectors where the
     reranker scores from those (default `View.sentence_vectors`; a technique that reads them again later passes
-    its own reads), against `vector` where given (default the query's own vector)."""
+    its own reads)."""
     reranker = require_reranker(view)
     if not chunks:
         return []
     if reranker.reads_sentence_vectors:
         vectors = (sentence_vectors or view.sentence_vectors)(chunks)
-        query_vector = view.query_vector(query) if vector is None else vector
-        scores = reranker.score_sentences(query_vector, vectors)  # type: ignore[attr-defined]
+        scores = reranker.score_sentences(view.query_vector(query), vectors)  # type: ignore[attr-defined]
     else:
         scores = reranker.score(query, [c.text for c in chunks])
     return sorted((ScoredChunk(c, float(s)) for c, s in zip(chunks, scores)), key=lambda h: -(h.score or 0.0))
