@@ -49,6 +49,8 @@ CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback(CANDIDATE_LEVEL, hits=3, weig
 """How far the vector of a question whose words cannot match the text moves toward its first hits before HRR's
 dense lists search with it (`retrieval/feedback.py`); None leaves it where the model put it. Chosen on English
 questions over Hindi, Arabic and Chinese text (in-sample for all three; notes/xling.md)."""
+FEEDBACK_LISTS: tuple[str, ...] = (SENTENCE_DENSE, CANDIDATE_DENSE)
+"""The dense lists that search with the moved vector; the others, and the reranker, use the question's own."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
@@ -72,11 +74,13 @@ def hrr_lists(
     mid_k: int = 20,
     rerank_n: int = 20,
     rrf_k: int = HRR_RRF_K,
+    moved: np.ndarray | None = None,
 ) -> tuple[dict[str, Scored], CandidateReads]:
     """The lists of the final fusion (HRR_LISTS) and what was read of the candidates: the sentence lists mapped to
-    the candidate level, its BM25 list, and the reranker's order of the first fusion's best `rerank_n`."""
+    the candidate level, its BM25 list, and the reranker's order of the first fusion's best `rerank_n`. The dense
+    lists of FEEDBACK_LISTS search with `moved` where it is given."""
     sentences = {
-        SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
+        SENTENCE_DENSE: view.dense(FINEST, _searched_with(SENTENCE_DENSE, vector, moved), sentence_k),
         SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k),
     }
     words = view.words_match(query)
@@ -84,7 +88,10 @@ def hrr_lists(
         **view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
         CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k) if words else _numbers(view, query, mid_k),
     }
-    lists = {**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}
+    lists = {
+        **evidence,
+        CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, _searched_with(CANDIDATE_DENSE, vector, moved), mid_k),
+    }
     first = reciprocal_rank_fusion(lists, k=rrf_k)
     candidates = [item.key for item in first[:rerank_n]]
     reads = CandidateReads(view)
@@ -95,6 +102,11 @@ def hrr_lists(
     if not words:
         final = {name: final.get(name, lists.get(name, [])) for name in CROSS_LINGUAL_LISTS}
     return final, reads
+
+
+def _searched_with(name: str, vector: np.ndarray, moved: np.ndarray | None) -> np.ndarray:
+    """The vector the dense list `name` searches with: `moved` where there is one and the list is in FEEDBACK_LISTS."""
+    return moved if moved is not None and name in FEEDBACK_LISTS else vector
 
 
 def _numbers(view: View, query: str, k: int) -> Scored:
@@ -124,9 +136,10 @@ def hrr_candidates(
     words = view.words_match(query)
     weights = hrr_weights(view, weights, query)
     vector = view.query_vector(query)
+    moved = None
     if not words and CROSS_LINGUAL_FEEDBACK is not None:
-        vector = moved_query(view, vector, CROSS_LINGUAL_FEEDBACK)
-    lists, reads = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k)
+        moved = moved_query(view, vector, CROSS_LINGUAL_FEEDBACK)
+    lists, reads = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k, moved)
     fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
     chunks = reads.chunks([item.key for item in fused])
     out = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
