@@ -12,9 +12,9 @@ alone (years and counts are written in the same digits in either language); the 
 fusion, and neither the store's adapted weights nor the candidate ranker apply, since both were fitted to
 questions in the text's own language and, on English questions over Chinese, Hindi and Arabic text, put the right
 passage first less often than plain fusion of the dense lists does (notes/38-crosslingual.md, notes/lang.md).
-Such a question's dense lists search with its vector moved toward its first mid hits (`retrieval/feedback.py`),
-which finds the passages of its topic more often; the reranker scores with the question's own vector, which tells
-apart the passages of one topic better than the moved one does.
+Such a question's sentence list searches with its vector moved toward its first mid hits (`retrieval/feedback.py`),
+which finds the sentences of its topic more often; the mid list and the reranker keep the question's own vector,
+which tells apart the passages of one topic better than the moved one does.
 """
 
 from __future__ import annotations
@@ -45,12 +45,14 @@ HRR_LISTS = ("rerank", SENTENCE_DENSE, SENTENCE_LEXICAL, CANDIDATE_LEXICAL)
 CROSS_LINGUAL_LISTS = ("rerank", SENTENCE_DENSE, CANDIDATE_DENSE, CANDIDATE_LEXICAL)
 """The lists of the final fusion for a question whose words cannot match the text (its mid BM25 list searches the
 question's numbers)."""
-CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback(CANDIDATE_LEVEL, hits=3, weight=0.5)
+CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback(CANDIDATE_LEVEL, hits=3, weight=0.8)
 """How far the vector of a question whose words cannot match the text moves toward its first hits before HRR's
-dense lists search with it (`retrieval/feedback.py`); None leaves it where the model put it. Chosen on English
+sentence list searches with it (`retrieval/feedback.py`); None leaves it where the model put it. Chosen on English
 questions over Hindi, Arabic and Chinese text (in-sample for all three; notes/xling.md)."""
-FEEDBACK_LISTS: tuple[str, ...] = (SENTENCE_DENSE, CANDIDATE_DENSE)
-"""The dense lists that search with the moved vector; the others, and the reranker, use the question's own."""
+FEEDBACK_LISTS: tuple[str, ...] = (SENTENCE_DENSE,)
+"""The dense lists that search with the moved vector; the others, the reranker and the candidate ranker use the
+question's own. The sentence list gains from it; the mid list moved too lost mid HR@5 on the Chinese and Arabic
+text (notes/xling.md)."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
