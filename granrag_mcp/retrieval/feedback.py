@@ -6,7 +6,7 @@ language does (a small multilingual model aligns languages only roughly), while 
 close to one another. The mean of its first hits is a vector in the text's own language about the question's
 topic, and adding it to the question's vector carries the question part of the way across the language gap.
 The hits are paragraph-sized chunks, not sentences: the mean of a few sentences is about whatever those sentences
-happen to say and pulls the question off its topic (notes/xling.md).
+happen to say and pulls the question off its topic (docs/decisions.md).
 """
 
 from __future__ import annotations

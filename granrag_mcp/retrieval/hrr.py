@@ -48,11 +48,11 @@ question's numbers)."""
 CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback(CANDIDATE_LEVEL, hits=3, weight=0.8)
 """How far the vector of a question whose words cannot match the text moves toward its first hits before HRR's
 sentence list searches with it (`retrieval/feedback.py`); None leaves it where the model put it. Chosen on English
-questions over Hindi, Arabic and Chinese text (in-sample for all three; notes/xling.md)."""
+questions over Hindi, Arabic and Chinese text (in-sample for all three; docs/evaluation.md)."""
 FEEDBACK_LISTS: tuple[str, ...] = (SENTENCE_DENSE,)
 """The dense lists that search with the moved vector; the others, the reranker and the candidate ranker use the
 question's own. The sentence list gains from it; the mid list moved too lost mid HR@5 on the Chinese and Arabic
-text (notes/xling.md)."""
+text (docs/decisions.md)."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
