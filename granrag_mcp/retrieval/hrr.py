@@ -11,7 +11,10 @@ vectors and its numbers: its BM25 lists are empty but for the mid level's, which
 alone (years and counts are written in the same digits in either language); the mid dense list joins the final
 fusion, and neither the store's adapted weights nor the candidate ranker apply, since both were fitted to
 questions in the text's own language and, on English questions over Chinese, Hindi and Arabic text, put the right
-passage first less often than plain fusion of the dense lists does (notes/38-crosslingual.md, notes/lang.md).
+passage first less often than plain fusion of the dense lists does (docs/evaluation.md, languages).
+Such a question's sentence list searches with its vector moved toward its first mid hits (`retrieval/feedback.py`),
+which finds the sentences of its topic more often; the mid list and the reranker keep the question's own vector,
+which tells apart the passages of one topic better than the moved one does.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 from granrag_mcp.levels import FINEST, Level, list_name, parent_of
 from granrag_mcp.retrieval.candidate_ranking import rank_hrr_candidates
 from granrag_mcp.retrieval.cross_lingual import numbers_of
+from granrag_mcp.retrieval.feedback import Feedback, moved_query
 from granrag_mcp.retrieval.fusion import reciprocal_rank_fusion
 from granrag_mcp.retrieval.ranking.features import CandidateReads
 from granrag_mcp.retrieval.rerank import RerankResult, require_reranker, rerank_chunks
@@ -41,6 +45,14 @@ HRR_LISTS = ("rerank", SENTENCE_DENSE, SENTENCE_LEXICAL, CANDIDATE_LEXICAL)
 CROSS_LINGUAL_LISTS = ("rerank", SENTENCE_DENSE, CANDIDATE_DENSE, CANDIDATE_LEXICAL)
 """The lists of the final fusion for a question whose words cannot match the text (its mid BM25 list searches the
 question's numbers)."""
+CROSS_LINGUAL_FEEDBACK: Feedback | None = Feedback(CANDIDATE_LEVEL, hits=3, weight=0.8)
+"""How far the vector of a question whose words cannot match the text moves toward its first hits before HRR's
+sentence list searches with it (`retrieval/feedback.py`); None leaves it where the model put it. Chosen on English
+questions over Hindi, Arabic and Chinese text (in-sample for all three; docs/evaluation.md)."""
+FEEDBACK_LISTS: tuple[str, ...] = (SENTENCE_DENSE,)
+"""The dense lists that search with the moved vector; the others, the reranker and the candidate ranker use the
+question's own. The sentence list gains from it; the mid list moved too lost mid HR@5 on the Chinese and Arabic
+text (docs/decisions.md)."""
 HRR_FUSION = "hrr"
 """The name of this fusion's weights in a store's adaptation."""
 HRR_RRF_K = 10  # HRR fuses short, precise lists: a small k lets their first ranks count (docs/evaluation.md)
@@ -64,11 +76,13 @@ def hrr_lists(
     mid_k: int = 20,
     rerank_n: int = 20,
     rrf_k: int = HRR_RRF_K,
+    moved: np.ndarray | None = None,
 ) -> tuple[dict[str, Scored], CandidateReads]:
     """The lists of the final fusion (HRR_LISTS) and what was read of the candidates: the sentence lists mapped to
-    the candidate level, its BM25 list, and the reranker's order of the first fusion's best `rerank_n`."""
+    the candidate level, its BM25 list, and the reranker's order of the first fusion's best `rerank_n`. The dense
+    lists of FEEDBACK_LISTS search with `moved` where it is given."""
     sentences = {
-        SENTENCE_DENSE: view.dense(FINEST, vector, sentence_k),
+        SENTENCE_DENSE: view.dense(FINEST, _searched_with(SENTENCE_DENSE, vector, moved), sentence_k),
         SENTENCE_LEXICAL: view.lexical(FINEST, query, sentence_k),
     }
     words = view.words_match(query)
@@ -76,7 +90,10 @@ def hrr_lists(
         **view.map_lists(sentences, FINEST, CANDIDATE_LEVEL, vector),
         CANDIDATE_LEXICAL: view.lexical(CANDIDATE_LEVEL, query, mid_k) if words else _numbers(view, query, mid_k),
     }
-    lists = {**evidence, CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, vector, mid_k)}
+    lists = {
+        **evidence,
+        CANDIDATE_DENSE: view.dense(CANDIDATE_LEVEL, _searched_with(CANDIDATE_DENSE, vector, moved), mid_k),
+    }
     first = reciprocal_rank_fusion(lists, k=rrf_k)
     candidates = [item.key for item in first[:rerank_n]]
     reads = CandidateReads(view)
@@ -87,6 +104,11 @@ def hrr_lists(
     if not words:
         final = {name: final.get(name, lists.get(name, [])) for name in CROSS_LINGUAL_LISTS}
     return final, reads
+
+
+def _searched_with(name: str, vector: np.ndarray, moved: np.ndarray | None) -> np.ndarray:
+    """The vector the dense list `name` searches with: `moved` where there is one and the list is in FEEDBACK_LISTS."""
+    return moved if moved is not None and name in FEEDBACK_LISTS else vector
 
 
 def _numbers(view: View, query: str, k: int) -> Scored:
@@ -116,7 +138,10 @@ def hrr_candidates(
     words = view.words_match(query)
     weights = hrr_weights(view, weights, query)
     vector = view.query_vector(query)
-    lists, reads = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k)
+    moved = None
+    if not words and CROSS_LINGUAL_FEEDBACK is not None:
+        moved = moved_query(view, vector, CROSS_LINGUAL_FEEDBACK)
+    lists, reads = hrr_lists(view, query, vector, sentence_k, mid_k, rerank_n, rrf_k, moved)
     fused = reciprocal_rank_fusion(lists, weights=weights, k=rrf_k)
     chunks = reads.chunks([item.key for item in fused])
     out = [ScoredChunk(chunks[item.key], item.score, item.contributions) for item in fused]
