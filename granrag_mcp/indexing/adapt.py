@@ -4,12 +4,14 @@ of the dense and BM25 lists in every fusion and the candidate ranker's reliance 
 Fixed weights suit the text they were tuned on: on Wikipedia, which the embedding model was trained on, its lists
 are strong; on biomedical papers BM25 finds the right paragraphs more often. A pseudo-query is a seeded sample of
 one sentence's content words (about half of them, in their order), which is what a question asked about that
-sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. Each fusion's lists
-are built once per pseudo-query and fused under a grid of dense shares; the share whose fused MRR@10 is best is
-kept, but the fixed default (equal weights) stays unless another share is better by more than the paired noise
-of the sample. The same choice scales the candidate ranker's embedding features against its lexical ones. With the
-weights set, `search_fused`'s and the single-level fusions' RRF constant and the depth of their dense lists are
-chosen on the same pseudo-queries (`fusion_shape.py`).
+sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. The sentences are drawn
+by a seeded hash of their text, not by their place in the store, so an edit elsewhere (a document added, a
+sentence parted) leaves every other draw as it was and cannot move the weights through the sample alone.
+Each fusion's dense share is the reference's (`Reference`), moved by how much more or less the store's
+pseudo-queries favour its dense lists than the reference's did (`calibrated_share`). The candidate ranker's
+embedding features get the factor the pseudo-queries rank best where it beats 1 by more than the paired noise of
+the sample. With the weights set, `search_fused`'s and the single-level fusions' RRF constant and the depth of their
+dense lists are chosen on the same pseudo-queries (`fusion_shape.py`).
 
 Never below its own parts: a fusion whose chosen mix ranks the pseudo-queries' targets below one of the lists of
 its own level alone (`own_level_lists`) takes that list alone. The same check is made with some of the
@@ -25,6 +27,8 @@ a list alone would win on pseudo-queries and lose on questions.
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
 import logging
 import math
@@ -159,21 +163,35 @@ class PseudoQuery:
     doc_id: str = ""
 
 
+def draw_key(seed: int, text: str) -> int:
+    """A sentence's place in the seeded draw: a hash of the seed and its text, so its place depends on nothing
+    else in the store (not its chunk id, its document's name or what was indexed before it)."""
+    digest = hashlib.blake2b(f"{seed}\x00{text.strip()}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def drawn_sentences(view: View, count: int, seed: int = 0) -> list[tuple[int, int]]:
+    """(draw key, chunk id) of the `count` sentences with the smallest draw keys, in that order (ties by document
+    and chunk id). A bottom-k sample by content: adding, removing or reordering documents, or parting a sentence,
+    changes only the draws of the sentences that changed and those pushed past the sample's edge by them."""
+    keyed = ((draw_key(seed, text), doc_id, chunk_id) for chunk_id, doc_id, text in view.catalog.level_texts(FINEST))
+    return [(key, chunk_id) for key, _, chunk_id in heapq.nsmallest(count, keyed)]
+
+
 def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, form: str = QUERY_FORM) -> list[PseudoQuery]:
     """Up to `n` pseudo-queries from a seeded sample of the store's sentences (see the module's docstring), cut
-    in `form` (`QUERY_FORMS`)."""
+    in `form` (`QUERY_FORMS`). A sentence's place in the sample and the words cut from it follow from its own
+    text and the seed alone (`drawn_sentences`), so an unrelated edit elsewhere in the store draws the same."""
     import re
 
     cut = QUERY_FORMS[form]
-    rng = np.random.default_rng(seed)
-    ids = view.catalog.chunk_ids_in_documents(FINEST, None, None)
-    if not ids:
+    drawn = drawn_sentences(view, 3 * n, seed)
+    if not drawn:
         return []
-    picked = rng.choice(np.asarray(ids, dtype=np.int64), size=min(len(ids), 3 * n), replace=False)
-    chunks = view.catalog.chunks([int(i) for i in picked])
+    chunks = view.catalog.chunks([chunk_id for _, chunk_id in drawn])
     up = {level: view.ancestors(list(chunks), level) for level in LEVELS if level != FINEST}
     out: list[PseudoQuery] = []
-    for chunk_id in (int(i) for i in picked):
+    for key, chunk_id in drawn:
         chunk = chunks.get(chunk_id)
         if chunk is None or any(chunk_id not in found for found in up.values()):
             continue
@@ -182,7 +200,9 @@ def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, form: str
         if len(set(analyse(" ".join(distinct)))) < MIN_TERMS:
             continue
         targets = {FINEST: chunk_id, **{level: found[chunk_id] for level, found in up.items()}}
-        out.append(PseudoQuery(" ".join(cut.words(distinct, rng)), targets, chunk.doc_id))
+        # the words kept are drawn from the sentence's own key, not from a generator shared along the sample
+        words_kept = cut.words(distinct, np.random.default_rng(key))
+        out.append(PseudoQuery(" ".join(words_kept), targets, chunk.doc_id))
         if len(out) == n:
             break
     return out

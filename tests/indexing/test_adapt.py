@@ -12,6 +12,7 @@ from granrag_mcp.indexing.adapt import (
     adapt,
     alone_ranks,
     calibrated_share,
+    drawn_sentences,
     fused_ranks,
     pseudo_queries,
     share_weights,
@@ -314,3 +315,79 @@ def test_inside_documents_search_fused_follows_its_own_levels_choice(tmp_path):
     if "level_mid@within" in adaptation.fusions and adaptation.measured["rrf"]["within"]["fallback"] is None:
         assert fused_inside == {n: level_inside.get(n, 0.0) for n in adaptation.fusions["rrf"]}
     assert set(fused_inside) == set(adaptation.fusions["rrf"])
+
+
+def _drawn(tmp_path, corpus, name, n=30):
+    """(sentence text, pseudo-query text) of a store's seeded pseudo-queries in the order drawn, and the texts of
+    all its sentences."""
+    index(corpus, tmp_path / name, FakeEmbedder())
+    snapshot = Snapshot.open(tmp_path / name)
+    try:
+        view = View(snapshot, FakeEmbedder())
+        queries = pseudo_queries(view, n, seed=5)
+        sentences = view.catalog.chunks([q.targets["narrow"] for q in queries])
+        every = {text for _, _, text in view.catalog.level_texts("narrow")}
+        # a text held twice (the fixture's overlapping mid chunks clip some sentences into both) is one draw
+        drawn = dict.fromkeys((sentences[q.targets["narrow"]].text, q.text) for q in queries)
+        return list(drawn), every
+    finally:
+        snapshot.close()
+
+
+def assert_other_draws_kept(before, after):
+    """Draws on sentences both stores hold are the same, in the same order: those of `after` are the first of
+    `before`'s, and only draws at the sample's edge went (as many as sentences new to `after` took)."""
+    (drawn_before, texts_before), (drawn_after, texts_after) = before, after
+    kept = [pair for pair in drawn_before if pair[0] in texts_after]
+    others = [pair for pair in drawn_after if pair[0] in texts_before]
+    assert len(others) >= 20 and others == kept[: len(others)]
+    assert len(others) >= len(kept) - (len(drawn_after) - len(others))
+    return [pair for pair in drawn_after if pair[0] not in texts_before]
+
+
+def test_a_document_added_before_the_others_keeps_their_draws(tmp_path):
+    corpus = prose_corpus(tmp_path / "prose")
+    before = _drawn(tmp_path, corpus, "before")
+    # sorted first, so every chunk id of the other documents shifts: a draw by position would change them all
+    added = " ".join(
+        f"The {a} swims past the {h} looking for {f} in deep water." for a, h, f in zip(ANIMALS, HABITATS, FOODS)
+    )
+    (corpus / "aaa-added.md").write_text(added)
+    after = _drawn(tmp_path, corpus, "after")
+    assert after[1] > before[1]  # every sentence of the other documents is still there
+    assert assert_other_draws_kept(before, after)  # and the added document entered the sample
+
+
+def short_corpus(folder, seed=3):
+    """Short sentences with six content words each."""
+    rng = random.Random(seed)
+    folder.mkdir()
+    for d in range(4):
+        lines = []
+        for _ in range(30):
+            a, h, f, s = rng.choice(ANIMALS), rng.choice(HABITATS), rng.choice(FOODS), rng.choice(SEASONS)
+            lines.append(f"The {a} quietly hunts {f} near the {h} in {s}.")
+        (folder / f"nature-{d}.md").write_text(" ".join(lines))
+    return folder
+
+
+def test_a_sentence_parted_in_two_keeps_every_other_draw(tmp_path):
+    corpus = short_corpus(tmp_path / "short")
+    before = _drawn(tmp_path, corpus, "before")
+    path = corpus / "nature-0.md"
+    text = path.read_text()
+    first = text.split(". ")[0] + "."
+    path.write_text(text.replace(first, first.replace(" near", ". It stays near"), 1))
+    after = _drawn(tmp_path, corpus, "after")
+    # the parting moves the mid chunks' edges in its document, which clip a few sentences: those are changed text
+    assert len(before[1] - after[1]) <= len(before[1]) // 6
+    assert_other_draws_kept(before, after)
+
+
+def test_the_draw_does_not_follow_the_order_of_the_chunk_ids(tmp_path):
+    index(prose_corpus(tmp_path / "prose"), tmp_path / "store", FakeEmbedder())
+    snapshot = Snapshot.open(tmp_path / "store")
+    view = View(snapshot, FakeEmbedder())
+    drawn = [chunk_id for _, chunk_id in drawn_sentences(view, 20, seed=0)]
+    assert drawn != sorted(drawn) and drawn != [chunk_id for _, chunk_id in drawn_sentences(view, 20, seed=1)]
+    snapshot.close()
