@@ -287,8 +287,9 @@ def test_each_adapted_fusion_ranks_its_pseudo_queries_at_least_as_well_as_its_ow
     for fusion in ("rrf", "level_broad", "level_mid", "level_narrow"):
         found = adaptation.measured[fusion]
         own = own_level_lists(fusion, list(found["alone_mrr"]))
-        if found["fallback"] is None:
-            assert found["mix_mrr"] >= max(found["alone_mrr"][name] for name in own), fusion
+        if found["fallback"] is None:  # not below its best list by more than the paired noise
+            assert found["mix_mrr"] >= max(found["alone_mrr"][name] for name in own) - found["gain_se"], fusion
+            assert found["gain_over_best"] >= -found["gain_se"], fusion
         else:
             assert found["fallback"] in own
             assert adaptation.fusions[fusion] == {n: float(n == found["fallback"]) for n in adaptation.fusions[fusion]}
@@ -391,3 +392,53 @@ def test_the_draw_does_not_follow_the_order_of_the_chunk_ids(tmp_path):
     drawn = [chunk_id for _, chunk_id in drawn_sentences(view, 20, seed=0)]
     assert drawn != sorted(drawn) and drawn != [chunk_id for _, chunk_id in drawn_sentences(view, 20, seed=1)]
     snapshot.close()
+
+
+def test_across_the_store_a_list_replaces_the_mix_only_when_above_it_by_more_than_the_noise():
+    from granrag_mcp.indexing.adapt import never_below_parts
+
+    rng = np.random.default_rng(0)
+    lexical = rng.random(200)
+    mix = lexical + rng.normal(0.0, 0.05, 200)
+    mix -= 0.001 + (mix - lexical).mean()  # below the list by 0.001 on average, give or take 0.05 a query
+    assert never_below_parts(mix, {"mid_lexical": lexical}) is None  # within the sample's noise: not below
+    assert never_below_parts(mix - 0.05, {"mid_lexical": lexical}) == "mid_lexical"
+
+
+def test_a_share_keeps_the_reference_unless_the_calibration_moves_it_beyond_its_noise():
+    from granrag_mcp.indexing.adapt import noise_aware_share
+
+    reference = Reference("ref", {"rrf": 0.5}, {"rrf": 0.8}, {"rrf": 0.9})
+    rng = np.random.default_rng(1)
+
+    def hits(share_hit, n=200):  # reciprocal ranks of 1 or 0 with exactly this mean
+        values = np.zeros(n)
+        values[: round(share_hit * n)] = 1.0
+        return rng.permutation(values)
+
+    lexical = hits(0.9)
+    near = hits(0.83)  # the calibration alone rounds to 0.55, within the noise of 200 queries
+    assert calibrated_share(reference, "rrf", float(near.mean()), 0.9) == 0.55
+    share, found = noise_aware_share(reference, "rrf", near, lexical)
+    assert share == 0.5 and 0 < found["calibrated_se"] < 0.2
+    far = hits(0.4)  # a corpus whose dense lists are far weaker than the reference's
+    share, _ = noise_aware_share(reference, "rrf", far, lexical)
+    assert share == calibrated_share(reference, "rrf", 0.4, 0.9) < 0.3
+
+
+def test_the_shipped_reference_names_the_rrf_constant_search_fused_keeps():
+    from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
+
+    reference = Reference.read()
+    assert reference.rrf_k("rrf") == 20 and reference.rrf_k("level_narrow") == DEFAULT_RRF_K
+    assert Reference("ref", {}, {}, {}).rrf_k("rrf") == DEFAULT_RRF_K
+
+
+def test_the_rrf_constant_stays_at_its_default_unless_another_beats_it_beyond_the_noise():
+    from granrag_mcp.indexing.fusion_shape import choose
+
+    rng = np.random.default_rng(2)
+    base = rng.random(200)
+    by_k = {60: base - 0.05, 30: base + rng.normal(0.0, 0.05, 200), 20: base}
+    assert choose(by_k, 20)[0] == 20  # 30 may be a little better on this sample, within its noise
+    assert choose({**by_k, 30: base + 0.05}, 20)[0] == 30
