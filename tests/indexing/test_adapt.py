@@ -234,9 +234,10 @@ def test_a_mix_below_one_of_its_own_lists_gives_way_to_it_and_only_to_its_own_le
     from granrag_mcp.indexing.adapt import never_below_parts, own_level_lists
     from granrag_mcp.retrieval.rrf import RRF_LISTS
 
-    mix = np.array([1.0, 0.5, 0.0])
-    assert never_below_parts(mix, {"a": np.array([1.0, 0.5, 0.0]), "b": np.array([0.0, 0.5, 0.5])}) is None  # a tie
-    assert never_below_parts(mix, {"a": np.array([1.0, 1.0, 0.0]), "b": np.array([1.0, 1.0, 0.5])}) == "b"
+    mix = np.array([1.0, 0.5, 0.0] * 2)
+    tie = {"a": np.array([1.0, 0.5, 0.0] * 2), "b": np.array([0.0, 0.5, 0.5] * 2)}
+    assert never_below_parts(mix, tie) is None
+    assert never_below_parts(mix, {"a": np.array([1.0, 1.0, 0.0] * 2), "b": np.array([1.0, 1.0, 0.5] * 2)}) == "b"
     assert never_below_parts(mix, {}) is None
     assert own_level_lists("rrf", RRF_LISTS) == ("mid_dense", "mid_lexical")  # the level it returns
     assert own_level_lists("level_narrow", ("narrow_dense", "narrow_lexical")) == ("narrow_dense", "narrow_lexical")
@@ -403,6 +404,9 @@ def test_across_the_store_a_list_replaces_the_mix_only_when_above_it_by_more_tha
     mix -= 0.001 + (mix - lexical).mean()  # below the list by 0.001 on average, give or take 0.05 a query
     assert never_below_parts(mix, {"mid_lexical": lexical}) is None  # within the sample's noise: not below
     assert never_below_parts(mix - 0.05, {"mid_lexical": lexical}) == "mid_lexical"
+    # held to the gain the reference corpus measured: a mix 0.02 below its list where the reference's was too
+    assert never_below_parts(mix - 0.02, {"mid_lexical": lexical}) == "mid_lexical"
+    assert never_below_parts(mix - 0.02, {"mid_lexical": lexical}, expected=-0.02) is None
 
 
 def test_a_share_keeps_the_reference_unless_the_calibration_moves_it_beyond_its_noise():
