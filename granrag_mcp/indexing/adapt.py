@@ -1,37 +1,43 @@
-"""Ranking adapted to the corpus without labels: pseudo-queries made from the store's own sentences set the weights
-of the dense and BM25 lists in every fusion and the candidate ranker's reliance on its embedding features.
+"""Ranking adapted to the corpus without labels: pseudo-queries made from the store's own sentences set the weights of
+the dense and BM25 lists in every fusion and the candidate ranker's reliance on its embedding features.
 
 Fixed weights suit the text they were tuned on: on Wikipedia, which the embedding model was trained on, its lists
 are strong; on biomedical papers BM25 finds the right paragraphs more often. A pseudo-query is a seeded sample of
 one sentence's content words (about half of them, in their order), which is what a question asked about that
-sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. Each fusion's lists
-are built once per pseudo-query and fused under a grid of dense shares; the share whose fused MRR@10 is best is
-kept, but the fixed default (equal weights) stays unless another share is better by more than the paired noise
-of the sample. The same choice scales the candidate ranker's embedding features against its lexical ones. With the
-weights set, `search_fused`'s and the single-level fusions' RRF constant and the depth of their dense lists are
-chosen on the same pseudo-queries (`fusion_shape.py`).
+sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. The sentences are drawn
+by a seeded hash of their text, not by their place in the store, so an edit elsewhere (a document added, a sentence
+parted) leaves every other draw as it was and cannot move the weights through the sample alone. Each fusion's dense
+share is the reference's (`Reference`), moved by how much more or less the store's pseudo-queries favour its dense
+lists than the reference's did (`calibrated_share`), where that move is larger than `DEPART_Z` standard errors over
+resamples of the pseudo-queries; within it the reference's share stays (`noise_aware_share`), so a store like the
+reference keeps the reference's settings whatever the draw. The candidate ranker's embedding features get the factor
+the pseudo-queries rank best where it beats 1 by more than the paired noise of the sample. With the weights set,
+`search_fused`'s and the single-level fusions' RRF constant and the depth of their dense lists are chosen on the
+same pseudo-queries (`fusion_shape.py`).
 
-Never below its own parts: a fusion whose chosen mix ranks the pseudo-queries' targets below one of the lists of
-its own level alone (`own_level_lists`) takes that list alone. The same check is made with some of the
-pseudo-queries asked inside their own document (a `doc_ids` filter), where the mix is kept only when it beats the
-best list by more than the sample's paired noise; where a list alone is chosen there, that is the fusion's weight
-for searches inside chosen documents (`WITHIN_DOCUMENTS`); `search_fused` takes its own level's choice there.
-The two differ because questions do: across documents the mix ranked above its best list (COVID-A, search_fused
-at mid, MRR@5 0.698 against BM25's 0.683), inside one document below it (0.786 against 0.793; the licence set
-0.905 against 0.908; in-sample). HRR's mix is measured but not replaced: its reranker's list ranks pseudo-queries
-far worse than questions (their pairs of lists were in the real questions' order for 0.2 of pairs on COVID-A), so
-a list alone would win on pseudo-queries and lose on questions.
-"""
+Never below its own parts: a fusion whose chosen mix ranks the pseudo-queries' targets below one of the lists of its
+own level alone (`own_level_lists`), against what the mix gained over it on the reference corpus, by more than the
+paired noise of the sample takes that list alone. The same
+check is made with some of the pseudo-queries asked inside their own document (a `doc_ids` filter), where the mix is
+kept only when it beats the best list by more than the sample's paired noise; where a list alone is chosen there,
+that is the fusion's weight for searches inside chosen documents (`WITHIN_DOCUMENTS`); `search_fused` takes its own
+level's choice there. The two differ because questions do: across documents the mix ranked above its best list
+(COVID-A, search_fused at mid, MRR@5 0.698 against BM25's 0.683), inside one document below it (0.786 against 0.793;
+the licence set 0.905 against 0.908; in-sample). HRR's mix is measured but not replaced: its reranker's list ranks
+pseudo-queries far worse than questions (their pairs of lists were in the real questions' order for 0.2 of pairs on
+COVID-A), so a list alone would win on pseudo-queries and lose on questions."""
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
 import logging
 import math
 import time
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -66,8 +72,9 @@ from granrag_mcp.text.analysis import STOPWORDS, analyse
 
 log = logging.getLogger(__name__)
 
-PSEUDO_QUERIES = 200
-"""Sentences sampled per index run: enough that the paired noise of a choice is a few hundredths of MRR."""
+PSEUDO_QUERIES = 400
+"""Sentences sampled per index run. With 200 the paired noise of the never-below check (0.007 MRR@10 on SQuAD-A's
+search_fused) was as large as the gains it judges, and one draw in ten crossed its bound on the reference corpus."""
 MIN_TERMS = 6
 """A sentence needs this many distinct content words to give a pseudo-query (headings and fragments do not)."""
 
@@ -159,21 +166,35 @@ class PseudoQuery:
     doc_id: str = ""
 
 
+def draw_key(seed: int, text: str) -> int:
+    """A sentence's place in the seeded draw: a hash of the seed and its text, so its place depends on nothing
+    else in the store (not its chunk id, its document's name or what was indexed before it)."""
+    digest = hashlib.blake2b(f"{seed}\x00{text.strip()}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def drawn_sentences(view: View, count: int, seed: int = 0) -> list[tuple[int, int]]:
+    """(draw key, chunk id) of the `count` sentences with the smallest draw keys, in that order (ties by document
+    and chunk id). A bottom-k sample by content: adding, removing or reordering documents, or parting a sentence,
+    changes only the draws of the sentences that changed and those pushed past the sample's edge by them."""
+    keyed = ((draw_key(seed, text), doc_id, chunk_id) for chunk_id, doc_id, text in view.catalog.level_texts(FINEST))
+    return [(key, chunk_id) for key, _, chunk_id in heapq.nsmallest(count, keyed)]
+
+
 def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, form: str = QUERY_FORM) -> list[PseudoQuery]:
     """Up to `n` pseudo-queries from a seeded sample of the store's sentences (see the module's docstring), cut
-    in `form` (`QUERY_FORMS`)."""
+    in `form` (`QUERY_FORMS`). A sentence's place in the sample and the words cut from it follow from its own
+    text and the seed alone (`drawn_sentences`), so an unrelated edit elsewhere in the store draws the same."""
     import re
 
     cut = QUERY_FORMS[form]
-    rng = np.random.default_rng(seed)
-    ids = view.catalog.chunk_ids_in_documents(FINEST, None, None)
-    if not ids:
+    drawn = drawn_sentences(view, 3 * n, seed)
+    if not drawn:
         return []
-    picked = rng.choice(np.asarray(ids, dtype=np.int64), size=min(len(ids), 3 * n), replace=False)
-    chunks = view.catalog.chunks([int(i) for i in picked])
+    chunks = view.catalog.chunks([chunk_id for _, chunk_id in drawn])
     up = {level: view.ancestors(list(chunks), level) for level in LEVELS if level != FINEST}
     out: list[PseudoQuery] = []
-    for chunk_id in (int(i) for i in picked):
+    for key, chunk_id in drawn:
         chunk = chunks.get(chunk_id)
         if chunk is None or any(chunk_id not in found for found in up.values()):
             continue
@@ -182,7 +203,9 @@ def pseudo_queries(view: View, n: int = PSEUDO_QUERIES, seed: int = 0, form: str
         if len(set(analyse(" ".join(distinct)))) < MIN_TERMS:
             continue
         targets = {FINEST: chunk_id, **{level: found[chunk_id] for level, found in up.items()}}
-        out.append(PseudoQuery(" ".join(cut.words(distinct, rng)), targets, chunk.doc_id))
+        # the words kept are drawn from the sentence's own key, not from a generator shared along the sample
+        words_kept = cut.words(distinct, np.random.default_rng(key))
+        out.append(PseudoQuery(" ".join(words_kept), targets, chunk.doc_id))
         if len(out) == n:
             break
     return out
@@ -218,6 +241,12 @@ class Reference:
     shares: Mapping[str, float]
     dense_mrr: Mapping[str, float]
     lexical_mrr: Mapping[str, float]
+    rrf_ks: Mapping[str, int] = field(default_factory=dict)
+    """The RRF constant each fusion ships with (the fixed default where it names none): a store keeps it unless its
+    pseudo-queries favour another by more than their paired noise."""
+    gains: Mapping[str, float] = field(default_factory=dict)
+    """Each fusion's mean pseudo-query gain (MRR@10) over its best own-level list on the reference corpus, where its
+    questions ranked the mix above that list: what a store's gain is held to (0 where none is named)."""
 
     @classmethod
     def read(cls, path: Path | None = None) -> Reference:
@@ -227,7 +256,15 @@ class Reference:
         else:
             text = Path(path).read_text(encoding="utf-8")
         data = json.loads(text)
-        return cls(str(data["corpus"]), data["shares"], data["dense_mrr"], data["lexical_mrr"])
+        rrf_ks = {str(name): int(k) for name, k in data.get("rrf_k", {}).items()}
+        gains = {str(name): float(g) for name, g in data.get("gain_over_best", {}).items()}
+        return cls(str(data["corpus"]), data["shares"], data["dense_mrr"], data["lexical_mrr"], rrf_ks, gains)
+
+    def rrf_k(self, fusion: str) -> int:
+        return int(self.rrf_ks.get(fusion, DEFAULT_RRF_K))
+
+    def gain(self, fusion: str) -> float:
+        return float(self.gains.get(fusion, 0.0))
 
 
 def log_odds(p: float) -> float:
@@ -235,7 +272,9 @@ def log_odds(p: float) -> float:
     return math.log(p / (1.0 - p))
 
 
-def calibrated_share(reference: Reference, fusion: str, dense_mrr: float, lexical_mrr: float) -> float:
+def calibrated_share(
+    reference: Reference, fusion: str, dense_mrr: float, lexical_mrr: float, rounded: bool = True
+) -> float:
     """The reference's tuned share, its log odds moved by the change in the dense lists' advantage (log odds of
     their pseudo-query MRR minus the lexical lists'); 0 and 1 stay where they are. Rounded to 0.05."""
     tuned = float(reference.shares[fusion])
@@ -244,7 +283,40 @@ def calibrated_share(reference: Reference, fusion: str, dense_mrr: float, lexica
     here = log_odds(dense_mrr) - log_odds(lexical_mrr)
     there = log_odds(reference.dense_mrr[fusion]) - log_odds(reference.lexical_mrr[fusion])
     share = 1.0 / (1.0 + math.exp(-(math.log(tuned / (1.0 - tuned)) + here - there)))
-    return round(20.0 * share) / 20.0
+    return round(20.0 * share) / 20.0 if rounded else share
+
+
+BOOTSTRAP_DRAWS = 200
+"""Resamples of the pseudo-queries that measure how far a calibrated share moves on the sample alone."""
+DEPART_Z = 2.0
+"""Standard errors by which a store's pseudo-queries must move a measure away from the shipped reference before its
+choice departs from the reference's (about a 95 % interval): with one standard error the same store's share, and its
+fusion's fall back to a list, changed with the seed of the draw in a third of draws."""
+FALLBACK_Z = 3.0
+"""Standard errors by which a mix's gain over its best own-level list must fall below the reference's before the list
+replaces it across the store. On both labelled corpora (SQuAD-A, COVID-A) the questions ranked `search_fused`'s mix
+above its best list, while twenty draws of pseudo-queries put its gain from 2.2 standard errors below the
+reference's to 1.7 above: a bound inside that spread replaced a better mix by a worse list on the draw alone."""
+
+
+def noise_aware_share(
+    reference: Reference, fusion: str, dense: np.ndarray, lexical: np.ndarray
+) -> tuple[float, dict[str, float]]:
+    """`calibrated_share` where it departs from the reference's tuned share by more than `DEPART_Z` standard errors
+    over resamples of the pseudo-queries (each query's dense and lexical reciprocal ranks kept together), else the
+    tuned share: the calibration reads two noisy MRRs, and a move within their noise is the draw's, not the
+    text's. Also returns what was measured."""
+    tuned = float(reference.shares[fusion])
+    moved = calibrated_share(reference, fusion, float(dense.mean()), float(lexical.mean()), rounded=False)
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, len(dense), size=(BOOTSTRAP_DRAWS, len(dense)))
+    resampled = [
+        calibrated_share(reference, fusion, float(dense[p].mean()), float(lexical[p].mean()), rounded=False)
+        for p in picks
+    ]
+    error = float(np.std(resampled, ddof=1)) if len(dense) > 1 else math.inf
+    share = tuned if abs(moved - tuned) <= DEPART_Z * error else round(20.0 * moved) / 20.0
+    return share, {"calibrated": round(moved, 4), "calibrated_se": round(error, 4)}
 
 
 @dataclass
@@ -335,24 +407,36 @@ def adapt(
         if not results[1.0] or name not in reference.shares:
             continue
         dense_mrr, lexical_mrr = float(np.mean(results[1.0])), float(np.mean(results[0.0]))
-        share = calibrated_share(reference, name, dense_mrr, lexical_mrr)
-        measured[name] = {"dense_mrr": round(dense_mrr, 4), "lexical_mrr": round(lexical_mrr, 4), "share": share}
+        share, noise = noise_aware_share(reference, name, np.array(results[1.0]), np.array(results[0.0]))
+        measured[name] = {
+            "dense_mrr": round(dense_mrr, 4),
+            "lexical_mrr": round(lexical_mrr, 4),
+            "share": share,
+            **noise,
+        }
         weights[name] = share_weights(names[name], share, RRF_FACTORS if name == RRF_FUSION else None)
     depths: dict[str, dict[str, int]] = {}
     rrf_ks: dict[str, int] = {}
     for name, (runs_by_depth, targets, default_depth) in across.shaped.items():
-        shape = choose_shape(runs_by_depth, targets, weights[name], default_depth) if name in weights else None
+        shape = (
+            choose_shape(runs_by_depth, targets, weights[name], default_depth, reference.rrf_k(name))
+            if name in weights
+            else None
+        )
         if shape is not None:
             rrf_ks[name], depths[name], found = shape
             measured[name] = {**measured[name], **found}
     # Never below its own parts: a fusion whose mix ranks the pseudo-queries' targets below one of its own level's
-    # lists alone takes that list alone, across the store and, apart, inside each query's own document.
+    # lists alone by more than the sample's noise takes that list alone, across the store and, apart (where the mix
+    # must beat the list by more than the noise), inside each query's own document.
     mixed = dict(weights)
     for name in [name for name in across.shaped if name in weights]:
         own = own_level_lists(name, names[name])
         mix = _mix_ranks(across.shaped[name], mixed[name], depths.get(name), rrf_ks.get(name))
-        best = never_below_parts(mix, {n: np.array(v) for n, v in across.single[name].items() if n in own})
-        measured[name] = {**measured[name], **_parts_measured(mix, across.single[name], best)}
+        best = never_below_parts(
+            mix, {n: np.array(v) for n, v in across.single[name].items() if n in own}, expected=reference.gain(name)
+        )
+        measured[name] = {**measured[name], **_parts_measured(mix, across.single[name], best, own)}
         if best is not None:
             weights[name] = {n: 1.0 if n == best else 0.0 for n in weights[name]}
             depths.pop(name, None)
@@ -363,7 +447,7 @@ def adapt(
         best = never_below_parts(
             mix, {n: np.array(v) for n, v in within.single[name].items() if n in own}, clearly=True
         )
-        measured[name]["within"] = _parts_measured(mix, within.single[name], best)
+        measured[name]["within"] = _parts_measured(mix, within.single[name], best, own)
         if best is not None:
             weights[name + WITHIN_DOCUMENTS] = {n: 1.0 if n == best else 0.0 for n in weights[name]}
     # Inside documents search_fused follows its own level's fusion: the pseudo-queries cannot judge its sentence
@@ -388,12 +472,22 @@ def adapt(
     return Adaptation(weights, scale, len(queries), measured, depths, rrf_ks)
 
 
-def _parts_measured(mix: np.ndarray, single: Mapping[str, list[float]], fallback: str | None) -> dict[str, Any]:
-    return {
+def _parts_measured(
+    mix: np.ndarray, single: Mapping[str, list[float]], fallback: str | None, own: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The mix's and each list's pseudo-query MRR@10, the list chosen instead of the mix (if any), and the mix's
+    mean gain over its best own-level list with the paired standard error of that gain."""
+    found: dict[str, Any] = {
         "mix_mrr": round(float(mix.mean()), 4),
         "alone_mrr": {n: round(float(np.mean(v)), 4) for n, v in single.items()},
         "fallback": fallback,
     }
+    mine = [n for n in own if n in single]
+    if mine and len(mix) > 1:
+        gain = mix - np.array(single[max(mine, key=lambda n: float(np.mean(single[n])))])
+        found["gain_over_best"] = round(float(gain.mean()), 4)
+        found["gain_se"] = round(float(gain.std(ddof=1) / math.sqrt(len(gain))), 4)
+    return found
 
 
 def own_level_lists(fusion: str, names: Sequence[str]) -> tuple[str, ...]:
@@ -407,17 +501,24 @@ def own_level_lists(fusion: str, names: Sequence[str]) -> tuple[str, ...]:
     return tuple(n for n in names if n.startswith(f"{level}_") or (fusion == HRR_FUSION and n == "rerank"))
 
 
-def never_below_parts(mix: np.ndarray, alone: Mapping[str, np.ndarray], clearly: bool = False) -> str | None:
-    """The best list alone where the mix's pseudo-query MRR@10 does not beat it, None where the mix is kept: across
-    the store the mix is kept unless a list alone is above it; `clearly` (inside documents), only where it is above
-    the best list by more than the paired noise of the sample."""
+def never_below_parts(
+    mix: np.ndarray, alone: Mapping[str, np.ndarray], clearly: bool = False, expected: float = 0.0
+) -> str | None:
+    """The best list alone where the mix's pseudo-query MRR@10 falls short of it, None where the mix is kept.
+
+    Across the store the list replaces the mix where the mix's gain over it falls below `expected` (the gain the
+    reference corpus measured, where its questions ranked the mix above the list) by more than `FALLBACK_Z` paired
+    standard errors: pseudo-queries made of one sentence's words favour BM25 lists on every corpus, as they do the
+    shares, and a gain within the sample's noise of the reference's is not evidence that this store's mix is below
+    its list. `clearly` (inside documents, where questions ranked the mix below its best list), the mix is kept only
+    where it is above the best list by more than one paired standard error."""
     if not alone:
         return None
     best = max(alone, key=lambda name: float(alone[name].mean()))
     gain = mix - alone[best]
-    if not clearly:
-        return best if float(gain.mean()) < 0.0 else None
     noise = float(gain.std(ddof=1) / math.sqrt(len(gain))) if len(gain) > 1 else math.inf
+    if not clearly:
+        return best if float(gain.mean()) - expected < -FALLBACK_Z * noise else None
     return best if float(gain.mean()) <= noise else None
 
 

@@ -1,8 +1,9 @@
 """The shape of a fusion besides its weights, chosen on pseudo-queries: how deep its dense lists are read and its RRF
 rank constant (`adapt.py` sets the weights first and then this).
 
-Each option is scored by the pseudo-queries' fused MRR@10 and kept only when it beats the fixed default by more than
-the paired noise of the sample (`choose`). The constant is chosen first, at the default depths, then the dense
+Each option is scored by the pseudo-queries' fused MRR@10 and kept only when it beats the default (the constant the
+shipped reference names for the fusion, else the fixed one; the fusion's default depth) by more than the paired noise
+of the sample (`choose`). The constant is chosen first, at the default depths, then the dense
 lists' depth at that constant. The constants stop at 20: pseudo-queries made of a sentence's own words favour the
 first ranks of the heaviest (BM25) list ever more as the constant falls, on every corpus, so the grid's end bounds
 how far they may move the order away from fusion.
@@ -21,7 +22,7 @@ from granrag_mcp.retrieval.view import Scored
 
 CUTOFF = 10
 RRF_KS = (60, 40, 30, 20)
-"""The RRF constants tried; the first is the fixed default."""
+"""The RRF constants tried; the first is the fixed default (a reference may ship another as its default)."""
 
 
 def dense_depths(default: int) -> tuple[int, ...]:
@@ -81,15 +82,22 @@ def reciprocal_ranks(
 
 
 def choose_shape(
-    runs: Sequence[ByDepth], targets: Sequence[int], weights: Mapping[str, float], default_depth: int
+    runs: Sequence[ByDepth],
+    targets: Sequence[int],
+    weights: Mapping[str, float],
+    default_depth: int,
+    default_k: int = DEFAULT_RRF_K,
 ) -> tuple[int, dict[str, int], dict[str, object]] | None:
-    """(the RRF constant, each dense list's depth for ten hits, what was measured) for a fusion with `weights`;
-    None where only one kind of list weighs anything (then neither the constant nor the depth changes the order)."""
+    """(the RRF constant, each dense list's depth for ten hits, what was measured) for a fusion with `weights`,
+    each kept at its default (`default_k`: the constant the fusion ships with) unless another beats it by more than
+    the paired noise; None where only one kind of list weighs anything (then neither the constant nor the depth
+    changes the order)."""
     dense = [name for name, weight in weights.items() if is_dense(name) and weight > 0]
     if not dense or all(weights[name] <= 0 for name in weights if not is_dense(name)):
         return None
     at_default = [run[default_depth] for run in runs]
-    rrf_k, by_k = choose({k: reciprocal_ranks(at_default, targets, weights, k) for k in RRF_KS}, DEFAULT_RRF_K)
+    grid = RRF_KS if default_k in RRF_KS else (*RRF_KS, default_k)
+    rrf_k, by_k = choose({k: reciprocal_ranks(at_default, targets, weights, k) for k in grid}, default_k)
     by_depth_runs = {
         depth: reciprocal_ranks([run[depth] for run in runs], targets, weights, rrf_k)
         for depth in dense_depths(default_depth)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -216,6 +216,18 @@ class Catalog:
             for chunk_id, level, parent_id in self._query(sql, batch):
                 found[chunk_id] = (level, parent_id)
         return found
+
+    def level_texts(self, level: Level, batch: int = 5_000) -> Iterator[tuple[int, str, str]]:
+        """(id, doc_id, text) of every chunk of `level` in id order, read `batch` rows at a time, so a pass over
+        a large store's sentences holds one batch of texts and no more."""
+        after = -1
+        while True:
+            sql = "SELECT id, doc_id, text FROM chunks WHERE level = ? AND id > ? ORDER BY id LIMIT ?"
+            rows = self._query(sql, [level, after, batch])
+            yield from rows
+            if len(rows) < batch:
+                return
+            after = rows[-1][0]
 
     def chunks_of_level(self, level: Level) -> list[Chunk]:
         return [

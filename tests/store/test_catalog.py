@@ -87,3 +87,16 @@ def test_a_store_written_before_outlines_loads_without_them_and_gains_them(corpu
     (corpus / f"report{SUFFIX}").write_text(build_report().source + "\n# Appendix\nOne more part.\n", encoding="utf-8")
     index(corpus, store)
     assert [s.title for s in outlines(store)[f"report{SUFFIX}"].sections][-1] == "Appendix"
+
+
+def test_a_levels_texts_are_read_in_batches_in_id_order_as_its_chunks(corpus: Path, tmp_path: Path) -> None:
+    index(corpus, tmp_path / "store")
+    snapshot = Snapshot.open(tmp_path / "store")
+    try:
+        chunks = snapshot.catalog.chunks_of_level("narrow")
+        expected = [(c.id, c.doc_id, c.text) for c in chunks]
+        assert len(expected) > 3
+        for batch in (1, 2, len(expected), 1000):  # a batch ending exactly at the last row reads one empty batch
+            assert list(snapshot.catalog.level_texts("narrow", batch=batch)) == expected
+    finally:
+        snapshot.close()
