@@ -29,8 +29,12 @@ from granrag_mcp.embedding.pooling import mean_pool, sentence_texts
 WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16
 """A single text is padded (masked) to a multiple of this many tokens, since torch keeps compiled kernels and heap
-blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md).
-Batches are not padded: it would cost indexing time, and after start-up the default server embeds queries only."""
+blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md)."""
+BATCH_LENGTH_STEP = 32
+"""A batch of texts is padded (masked) to a multiple of this many tokens: attention's sums then run over whole vector
+blocks, so on the CPU a text's vector comes out bit for bit the same whichever texts share its batch (and as when
+embedded alone), and an index run that batches its texts otherwise (a first run committed in steps) stores the same
+vectors. Only attention reads the padding; the other products run on the real tokens alone."""
 TOKENIZER = "tokenizer.json"
 
 
@@ -192,8 +196,8 @@ class TokenizedBertEncoder:
         fresh = iter(self._encode([text for text, row in zip(texts, known) if row is None]))
         rows = [row if row is not None else next(fresh) for row in known]
         width = max(len(row) for row in rows)
-        if len(rows) == 1:  # a query: its length rounded up, see QUERY_LENGTH_STEP
-            width = min(-(-width // QUERY_LENGTH_STEP) * QUERY_LENGTH_STEP, self.max_tokens)
+        step = QUERY_LENGTH_STEP if len(rows) == 1 else BATCH_LENGTH_STEP  # a single text: a query, mostly
+        width = min(-(-width // step) * step, self.max_tokens)
         ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
         for i, row in enumerate(rows):
