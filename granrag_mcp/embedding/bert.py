@@ -30,7 +30,7 @@ WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16
 """A single text is padded (masked) to a multiple of this many tokens, since torch keeps compiled kernels and heap
 blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md)."""
-BATCH_LENGTH_STEP = 32
+BATCH_LENGTH_STEP = 16
 """A batch of texts is padded (masked) to a multiple of this many tokens: attention's sums then run over whole vector
 blocks, so on the CPU a text's vector comes out bit for bit the same whichever texts share its batch (and as when
 embedded alone), and an index run that batches its texts otherwise (a first run committed in steps) stores the same
