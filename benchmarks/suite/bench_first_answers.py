@@ -7,7 +7,8 @@ The notes are cut from SQuAD-A's paragraphs, a few sentences each, numbered so t
 (the text is read at run time and written into a scratch folder, never into the project); pieces that do not read
 as English (names cut at an initial) are left out. `--step-documents 0`
 serves the library as one generation (the behaviour before steps); `--compare` runs that too, after the stepped
-run, over the same folder.
+run, over the same folder, and says whether the two final generations hold the same content (store/content.py:
+chunks, vectors, BM25, graph and weights, timings aside).
 
     python benchmarks/suite/bench_first_answers.py --notes 20000
     python benchmarks/suite/bench_first_answers.py --notes 3000 --compare
@@ -116,6 +117,22 @@ def serve_once(
     return out
 
 
+def compared(stepped: Path, whole: Path) -> dict[str, Any]:
+    """Whether the stepped run's final generation holds what the one-generation run's does (store/content.py: every
+    file by its content, timings and generation numbers aside), and the files that differ."""
+    from granrag_mcp.store.content import differences
+    from granrag_mcp.store.store import Snapshot
+
+    snapshots = [Snapshot.open(store) for store in (stepped, whole)]
+    try:
+        differ = differences(snapshots[0].folder, snapshots[1].folder)
+        generations = [snapshot.generation for snapshot in snapshots]
+    finally:
+        for snapshot in snapshots:
+            snapshot.close()
+    return {"equal": not differ, "differ": differ, "generations": generations}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=20000, help="small notes in the library folder")
@@ -142,6 +159,8 @@ def main() -> None:
         )
         if args.compare:
             data["one_generation"] = serve_once(folder, Path(tmp) / "whole", args.notes, 0, args.poll)
+            if not args.first_only:
+                data["final_generations"] = compared(Path(tmp) / "stepped", Path(tmp) / "whole")
     data["load_average_end"] = load_average()
     finish("first_answers", data, save=not args.no_save)
 

@@ -30,8 +30,13 @@ WEIGHTS = "model.safetensors"
 QUERY_LENGTH_STEP = 16
 """A single text is padded (masked) to a multiple of this many tokens, since torch keeps compiled kernels and heap
 blocks per input shape and a server would otherwise grow with every query length it meets (BENCHMARKS.md); an
-encoder may pad to other widths (`TokenizedBertEncoder.query_width`: e5's ladder, embedding/e5_torch.py).
-Batches are not padded: it would cost indexing time, and after start-up the default server embeds queries only."""
+encoder may pad to other widths (`TokenizedBertEncoder.query_width`: e5's ladder, embedding/e5_torch.py)."""
+BATCH_LENGTH_STEP = 16
+"""A batch of texts is padded (masked) to a multiple of this many tokens: attention's sums then run over whole vector
+blocks, so on the CPU a text's vector comes out bit for bit the same whichever texts share its batch (and, where the
+single-text width is a multiple of it too, as MiniLM's is, as when embedded alone), and an index run that batches
+its texts otherwise (a first run committed in steps) stores the same vectors. Only attention reads the padding; the
+other products run on the real tokens alone."""
 TOKENIZER = "tokenizer.json"
 
 
@@ -197,8 +202,10 @@ class TokenizedBertEncoder:
         fresh = iter(self._encode([text for text, row in zip(texts, known) if row is None]))
         rows = [row if row is not None else next(fresh) for row in known]
         width = max(len(row) for row in rows)
-        if len(rows) == 1:  # a query: its length rounded up, see QUERY_LENGTH_STEP
+        if len(rows) == 1:  # a query, mostly: its length rounded up, see QUERY_LENGTH_STEP
             width = self.query_width(width)
+        else:
+            width = min(-(-width // BATCH_LENGTH_STEP) * BATCH_LENGTH_STEP, self.max_tokens)
         ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
         for i, row in enumerate(rows):

@@ -9,7 +9,13 @@ import torch
 from torch import nn
 
 from granrag_mcp.embedding import bert
-from granrag_mcp.embedding.bert import QUERY_LENGTH_STEP, BertMeanEncoder, BertModule, readable_config
+from granrag_mcp.embedding.bert import (
+    BATCH_LENGTH_STEP,
+    QUERY_LENGTH_STEP,
+    BertMeanEncoder,
+    BertModule,
+    readable_config,
+)
 from granrag_mcp.embedding.embedder import DEFAULT_MODEL, normalise, resolve_model_location
 from granrag_mcp.embedding.encoders import MeanPoolingEncoder, load_encoder
 
@@ -52,7 +58,8 @@ def test_a_single_text_is_padded_to_a_few_shapes_and_keeps_its_vector() -> None:
     assert len(widths) <= 3  # 39 lengths, at most three shapes for torch to keep kernels for
     assert encoder.features(["word " * 400])["input_ids"].shape[1] == encoder.max_tokens  # never past the window
     batch = encoder.features(["river", "river " * 20])
-    assert batch["input_ids"].shape[1] == encoder.token_lengths(["river " * 20])[0]  # batches are not padded
+    width, longest = batch["input_ids"].shape[1], encoder.token_lengths(["river " * 20])[0]
+    assert width % BATCH_LENGTH_STEP == 0 and longest <= width < longest + BATCH_LENGTH_STEP  # rounded up, masked
     for text in ("Where is the bridge?", "river " * 17):  # padded alone, as in a batch of one length
         alone, in_batch = vectors(encoder, [text]), vectors(encoder, [text, "x " * 60])[:1]
         np.testing.assert_allclose(alone, in_batch, atol=1e-5)
@@ -167,3 +174,27 @@ def test_a_padded_batch_runs_its_linear_layers_on_its_real_tokens_alone() -> Non
     assert seen == [sum(encoder.token_lengths(texts))]  # rows of real tokens, none of padding
     for n, text in enumerate(texts):
         np.testing.assert_allclose(batch[n], vectors(encoder, [text])[0], atol=1e-5)
+
+
+COUNTS = [1, 5, 14, 30, 46, 62, 75, 94, 118]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_text_has_the_same_vector_bits_whichever_texts_share_its_batch(precision: str) -> None:
+    """What lets a first run committed in steps store the vectors a run in one piece stores: its batches differ."""
+    encoder = load_encoder(str(BUNDLED))
+    encoder.set_precision(precision)
+    words = "the bridge over the river opened in spring after nine years of work by the city".split()
+    # 3 to 120 tokens: short ones, whole steps (16, 32, 48, 64, 96) and longer than attention's first block
+    texts = [" ".join(words[(n + k) % len(words)] for k in range(count)) for n, count in enumerate(COUNTS)]
+    assert [n + 2 for n in COUNTS] == encoder.token_lengths(texts)
+
+    def bits(batch: list[str]) -> np.ndarray:
+        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=precision == "bf16"):
+            return encoder.pooled(encoder.features(batch)).float().numpy()
+
+    together = bits(texts)
+    for n, text in enumerate(texts):
+        # later texts, earlier ones, the longest, none, and itself (no padding where its length is a whole step)
+        for mates in (texts[n + 1 :][:3], texts[:n][-2:], [texts[-1]], [], [text]):
+            np.testing.assert_array_equal(bits([text, *mates])[0], together[n])

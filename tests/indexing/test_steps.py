@@ -9,8 +9,9 @@ from typing import Any
 
 from granrag_mcp.progress import Progress
 from granrag_mcp.store.adaptation import ADAPTATION_FILE
+from granrag_mcp.store.content import content_checksums, differences
 from granrag_mcp.store.graph import has_graph
-from granrag_mcp.store.store import Snapshot
+from granrag_mcp.store.store import Snapshot, generation_name
 from tests.fakes import FakeTokenEmbedder
 from tests.helpers import TOPICS, index, write_corpus
 from tests.indexing.test_groups import MORE, assert_same, stored
@@ -64,6 +65,27 @@ def test_a_first_run_commits_in_steps_and_ends_with_the_one_piece_generation(tmp
     finally:
         for snapshot in final:
             snapshot.close()
+
+
+def test_a_stepped_first_run_ends_with_the_content_of_a_run_in_one_piece(tmp_path) -> None:
+    """Equal as the store's content checksums: chunks, vectors, BM25, token vectors, graph and adapted weights, every
+    file but the manifest's generation number and times, and the timings in the adaptation's record."""
+    docs = write_corpus(tmp_path / "docs", {**TOPICS, **MORE})
+    index(docs, tmp_path / "whole", FakeTokenEmbedder(), index_step_documents=0, **OPTIONS)
+    steps = Steps(tmp_path / "stepped")
+    index(docs, tmp_path / "stepped", FakeTokenEmbedder(), index_step_documents=2, progress=steps, **OPTIONS)
+    assert len(steps.seen) == 4  # steps of 1, 2, 4 and 8 documents, then the whole run
+    whole, stepped = (Snapshot.open(tmp_path / name) for name in ("whole", "stepped"))
+    try:
+        assert (whole.generation, stepped.generation) == (1, 5)
+        checksums = content_checksums(whole.folder)
+        assert {"graph.npz", "adaptation.json", "catalog.sqlite", "narrow.faiss"} <= checksums.keys()
+        assert differences(whole.folder, stepped.folder) == []
+        # and a step short of the end is not the same content
+        assert "catalog.sqlite" in differences(whole.folder, stepped.folder.parent / generation_name(4))
+    finally:
+        whole.close()
+        stepped.close()
 
 
 def test_a_run_under_the_bound_and_a_later_run_commit_one_generation(tmp_path) -> None:
