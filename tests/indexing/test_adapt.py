@@ -32,17 +32,24 @@ FOODS = "crayfish minnows beetles voles krill berries roots seeds clams grasses 
 SEASONS = "spring summer autumn winter".split()
 
 
-def prose_corpus(folder, seed=1):
-    """Natural sentences with ordinary words: the embedding model understands them as well as BM25 matches them."""
+def nature_corpus(folder, template, seed):
+    """Four documents of 30 sentences, each `template` filled with a random animal, habitat, food and season."""
     rng = random.Random(seed)
     folder.mkdir()
     for d in range(4):
         lines = []
         for _ in range(30):
             a, h, f, s = rng.choice(ANIMALS), rng.choice(HABITATS), rng.choice(FOODS), rng.choice(SEASONS)
-            lines.append(f"The {a} lives near the {h} and hunts for {f} during the {s} months before resting.")
+            lines.append(template.format(a=a, h=h, f=f, s=s))
         (folder / f"nature-{d}.md").write_text(" ".join(lines))
     return folder
+
+
+def prose_corpus(folder, seed=1):
+    """Natural sentences with ordinary words: the embedding model understands them as well as BM25 matches them."""
+    return nature_corpus(
+        folder, "The {a} lives near the {h} and hunts for {f} during the {s} months before resting.", seed
+    )
 
 
 def code_corpus(folder, seed=2):
@@ -364,15 +371,7 @@ def test_a_document_added_before_the_others_keeps_their_draws(tmp_path):
 
 def short_corpus(folder, seed=3):
     """Short sentences with six content words each."""
-    rng = random.Random(seed)
-    folder.mkdir()
-    for d in range(4):
-        lines = []
-        for _ in range(30):
-            a, h, f, s = rng.choice(ANIMALS), rng.choice(HABITATS), rng.choice(FOODS), rng.choice(SEASONS)
-            lines.append(f"The {a} quietly hunts {f} near the {h} in {s}.")
-        (folder / f"nature-{d}.md").write_text(" ".join(lines))
-    return folder
+    return nature_corpus(folder, "The {a} quietly hunts {f} near the {h} in {s}.", seed)
 
 
 def test_a_sentence_parted_in_two_keeps_every_other_draw(tmp_path):
