@@ -52,6 +52,7 @@ from granrag_mcp.indexing.fusion_shape import (
     choose_shape,
     dense_depths,
     is_dense,
+    paired_noise,
     reciprocal_rank,
     reciprocal_ranks,
 )
@@ -486,7 +487,7 @@ def _parts_measured(
     if mine and len(mix) > 1:
         gain = mix - np.array(single[max(mine, key=lambda n: float(np.mean(single[n])))])
         found["gain_over_best"] = round(float(gain.mean()), 4)
-        found["gain_se"] = round(float(gain.std(ddof=1) / math.sqrt(len(gain))), 4)
+        found["gain_se"] = round(paired_noise(gain), 4)
     return found
 
 
@@ -516,7 +517,7 @@ def never_below_parts(
         return None
     best = max(alone, key=lambda name: float(alone[name].mean()))
     gain = mix - alone[best]
-    noise = float(gain.std(ddof=1) / math.sqrt(len(gain))) if len(gain) > 1 else math.inf
+    noise = paired_noise(gain)
     if not clearly:
         return best if float(gain.mean()) - expected < -FALLBACK_Z * noise else None
     return best if float(gain.mean()) <= noise else None

@@ -43,13 +43,19 @@ def reciprocal_rank(ranked: Sequence[int], target: int) -> float:
     return 0.0
 
 
+def paired_noise(difference: np.ndarray) -> float:
+    """The standard error of the mean of paired differences (each pseudo-query's score under two settings);
+    infinite for fewer than two, where no difference is evidence."""
+    return float(difference.std(ddof=1) / math.sqrt(len(difference))) if len(difference) > 1 else math.inf
+
+
 def choose(by_option: Mapping[Option, np.ndarray], default: Option) -> tuple[Option, dict[str, float]]:
     """The option with the best mean, unless the default is within the paired standard error of it (then the
     default: a small sample must not move a tuned setting on noise). Also returns each option's mean."""
     means = {option: float(values.mean()) for option, values in by_option.items()}
     best = max(means, key=lambda option: (means[option], -abs(option - default)))
     difference = by_option[best] - by_option[default]
-    noise = float(difference.std(ddof=1) / math.sqrt(len(difference))) if len(difference) > 1 else math.inf
+    noise = paired_noise(difference)
     chosen = default if means[best] - means[default] <= noise else best
     return chosen, {str(option): round(mean, 4) for option, mean in means.items()}
 
