@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 Scored = list[tuple[int, float]]
 """A ranked list of (chunk id, score), best first."""
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 GENERATIONS_KEPT = 4  # a server serves one generation; a few more cover the requests still on the previous ones
 
 
@@ -194,30 +195,28 @@ class View:
         chunks = self.catalog.chunks([chunk_id for chunk_id, _ in scored])
         return [ScoredChunk(chunks[chunk_id], score) for chunk_id, score in scored if chunk_id in chunks]
 
+    def remembered(self, fact: str, keys: Iterable[K], read: Callable[[list[K]], Mapping[K, T]]) -> dict[K, T]:
+        """`read`'s answer for each of `keys`, read from the catalog once a generation: `fact` names what is
+        remembered (`Remembered`, one per fact and generation)."""
+        remembered: Remembered[K, T] = self.per_generation.get(self.snapshot, fact, Remembered)
+        return remembered.of(keys, read)
+
     def document_outlines(self, doc_ids: Iterable[str]) -> dict[str, Outline]:
-        """Each document's outline (an empty one where it has none), read once a generation (`Remembered`)."""
-        remembered: Remembered[str, Outline] = self.per_generation.get(self.snapshot, "outlines", Remembered)
-        return remembered.of(doc_ids, self.catalog.outlines)
+        """Each document's outline (an empty one where it has none), read once a generation."""
+        return self.remembered("outlines", doc_ids, self.catalog.outlines)
 
     def document_languages(self, doc_ids: Iterable[str]) -> dict[str, str | None]:
         """Each known document's language (None where the catalog is older than languages), read once a
-        generation (`Remembered`)."""
-        remembered: Remembered[str, str | None] = self.per_generation.get(
-            self.snapshot, "document_languages", Remembered
-        )
-        return remembered.of(doc_ids, self.catalog.languages)
+        generation."""
+        return self.remembered("document_languages", doc_ids, self.catalog.languages)
 
     def chunk_outline(self, chunk_ids: Iterable[int]) -> dict[int, tuple[Level, int | None]]:
-        """Level and parent id of each known chunk, read once a generation (`Remembered`)."""
-        remembered: Remembered[int, tuple[Level, int | None]] = self.per_generation.get(
-            self.snapshot, "chunk_outline", Remembered
-        )
-        return remembered.of(chunk_ids, self.catalog.outline)
+        """Level and parent id of each known chunk, read once a generation."""
+        return self.remembered("chunk_outline", chunk_ids, self.catalog.outline)
 
     def chunk_children(self, chunk_ids: Iterable[int]) -> dict[int, list[int]]:
-        """The ids of each chunk's children in reading order, read once a generation (`Remembered`)."""
-        remembered: Remembered[int, list[int]] = self.per_generation.get(self.snapshot, "chunk_children", Remembered)
-        return remembered.of(chunk_ids, self.catalog.children)
+        """The ids of each chunk's children in reading order, read once a generation."""
+        return self.remembered("chunk_children", chunk_ids, self.catalog.children)
 
     def fused_hits(self, fused: Sequence[FusedItem[int]], k: int) -> list[ScoredChunk]:
         """The best `k` fused chunks, a copy of a better one's span left out (`dedupe_by_span`). Their texts are read
