@@ -120,6 +120,8 @@ def run_mode(corpus: Path, store: Path, mode: str, code: Path | None = None, env
         "rss_before_index_mib": round(raw["rss_before_index_mib"], 1),
         "cpu_seconds": round(raw["cpu_user_seconds"] + raw["cpu_system_seconds"] + raw["cpu_children_seconds"], 1),
         "cpu_children_seconds": round(raw["cpu_children_seconds"], 1),
+        # each stage's CPU seconds as the run reports them (children included), so an A/B shows where CPU moved
+        "stage_cpu_seconds": {row["stage"]: row["cpu_s"] for row in raw["stage_table"] or []},
         "store_bytes": _common.dir_size(store),
         "store_files": {p.name: p.stat().st_size for p in sorted(generation.iterdir()) if p.is_file()},
     }

@@ -47,6 +47,7 @@ import numpy as np
 from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
 from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.indexing.fusion_shape import (
+    CUTOFF,
     ByDepth,
     choose,
     choose_shape,
@@ -59,7 +60,7 @@ from granrag_mcp.indexing.fusion_shape import (
 from granrag_mcp.levels import FINEST, LEVELS, Level, list_name
 from granrag_mcp.retrieval.candidate_ranking import hrr_table
 from granrag_mcp.retrieval.filters import DocFilter
-from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K, fused_rank, reciprocal_rank_fusion
 from granrag_mcp.retrieval.hrr import CANDIDATE_LEVEL, HRR_FUSION, HRR_LISTS, HRR_RRF_K, hrr_lists
 from granrag_mcp.retrieval.level_search import LEVEL_DEPTH, level_fusion
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
@@ -231,6 +232,19 @@ def alone_ranks(
     return fused_ranks(lists, share, k, factors)
 
 
+def alone_reciprocal_rank(
+    lists: Mapping[str, Scored], share: float, k: int, factors: Mapping[str, float] | None, target: int
+) -> float:
+    """`reciprocal_rank(alone_ranks(...), target)`; where lists are fused, from the target's fused rank alone, which
+    costs a fraction of the fused list (the adaptation asks it of every pseudo-query and fusion twice)."""
+    weights = share_weights(list(lists), share, factors)
+    kept = [scored for name, scored in lists.items() if weights[name] > 0]
+    if len(kept) == 1:
+        return reciprocal_rank(list(dict.fromkeys(chunk_id for chunk_id, _ in kept[0])), target)
+    rank = fused_rank(lists, weights, k, target)
+    return 1.0 / rank if rank is not None and rank <= CUTOFF else 0.0
+
+
 @dataclass(frozen=True)
 class Reference:
     """Where the shares were tuned: on a corpus with labels, the dense share of each fusion that ranked its
@@ -396,8 +410,8 @@ def adapt(
             across.add_single(HRR_FUSION, hrr, query.targets[CANDIDATE_LEVEL])
         for name, lists, level, k in runs:
             for share in (0.0, 1.0):  # the lexical lists alone, the dense lists alone
-                ranked = alone_ranks(lists, share, k, RRF_FACTORS if name == RRF_FUSION else None)
-                alone[name][share].append(reciprocal_rank(ranked, query.targets[level]))
+                factors = RRF_FACTORS if name == RRF_FUSION else None
+                alone[name][share].append(alone_reciprocal_rank(lists, share, k, factors, query.targets[level]))
         if number < WITHIN_QUERIES and documents > 1:  # the same query inside its own document
             if query.doc_id not in inside:  # one filtered view a document: its allowed ids are read once
                 inside[query.doc_id] = view.filtered(DocFilter.of([query.doc_id]))

@@ -101,6 +101,44 @@ def reciprocal_rank_fusion(
     ]
 
 
+def fused_rank(
+    lists: Mapping[str, Sequence[tuple[K, float]]], weights: Mapping[str, float], k: int, target: K
+) -> int | None:
+    """The 1-based rank `reciprocal_rank_fusion(lists, weights, k)` gives `target` (its ties broken as there), None
+    where no list holds it, without building the fused list: a caller that scores many queries by where one key
+    lands (the index run's adaptation) then does a fraction of the work."""
+    _check_k(k)
+    resolved_weights = _resolve_weights(lists, weights)
+    scores: dict[K, float] = {}
+    best_rank: dict[K, int] = {}
+    appearance: dict[K, int] = {}
+    for list_name, ranked in lists.items():
+        weight = resolved_weights[list_name]
+        for rank, key in enumerate(dict.fromkeys(key for key, _ in ranked), start=1):
+            fused = weight / (k + rank)
+            if key in scores:  # added in list order, as `_sum_contributions` adds them: the same float
+                scores[key] += fused
+                if rank < best_rank[key]:
+                    best_rank[key] = rank
+            else:
+                scores[key] = fused
+                best_rank[key] = rank
+                appearance[key] = len(appearance)
+    if target not in scores:
+        return None
+    mine = scores[target]
+    # Only scores within rounding of the target's need the tie-insensitive comparison; the rest order as they are.
+    margin = abs(mine) * 1e-9
+    place = (-_tie_insensitive(mine), best_rank[target], appearance[target])
+    before = 0
+    for key, score in scores.items():
+        if score > mine + margin:
+            before += 1
+        elif score >= mine - margin and key != target:
+            before += (-_tie_insensitive(score), best_rank[key], appearance[key]) < place
+    return before + 1
+
+
 def _first(entry: tuple) -> tuple:
     return entry[0]
 

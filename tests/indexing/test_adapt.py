@@ -11,13 +11,14 @@ from granrag_mcp.indexing.adapt import (
     Reference,
     adapt,
     alone_ranks,
+    alone_reciprocal_rank,
     calibrated_share,
     drawn_sentences,
     fused_ranks,
     pseudo_queries,
     share_weights,
 )
-from granrag_mcp.indexing.fusion_shape import CUTOFF, RRF_KS
+from granrag_mcp.indexing.fusion_shape import CUTOFF, RRF_KS, reciprocal_rank
 from granrag_mcp.rerankers import load_reranker
 from granrag_mcp.retrieval.ranking.model import shipped_ranker
 from granrag_mcp.retrieval.view import View
@@ -210,6 +211,19 @@ def test_a_list_alone_ranks_as_the_fusion_of_every_list_does(share):
     alone = alone_ranks(lists, share, 60)
     assert alone[:CUTOFF] == fused_ranks(lists, share, 60)[:CUTOFF]
     assert alone == [i for i, _ in lists["mid_dense" if share else "mid_lexical"]]
+
+
+@pytest.mark.parametrize("factors", [None, {"mid_dense": 2.0}])
+def test_a_lists_reciprocal_rank_alone_is_that_of_its_ranks(factors):
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        names = ("broad_dense", "mid_dense", "narrow_dense", "mid_lexical", "narrow_lexical")
+        # few chunk ids, so that the lists overlap and the fused scores tie
+        lists = {n: [(int(i), 1.0) for i in rng.integers(0, 25, size=rng.integers(0, 20))] for n in names}
+        for share in (0.0, 1.0):
+            for target in range(26):
+                ranked = alone_ranks(lists, share, 60, factors)
+                assert alone_reciprocal_rank(lists, share, 60, factors, target) == reciprocal_rank(ranked, target)
 
 
 def test_batch_vectors_hand_out_the_batch_and_embed_other_texts():

@@ -185,3 +185,36 @@ def test_display_names_do_not_depend_on_the_order_documents_arrive_in(store: Pat
         for order in ([(d, tied[d]) for d in docs], [(d, tied[d]) for d in reversed(docs)])
     ]
     assert names[0] == names[1]
+
+
+# Names written otherwise than the documents write them, none sharing a word with the concept's own name, so only
+# the name vectors can find them (the meaning search of find_concepts, graph_search's seeds and the resolution of
+# names in concept_paths and evidence_chain).
+PARAPHRASED_NAMES = {
+    "oils and greases": "lubricants",
+    "bikes": "bicycles",
+    "big lorries": "heavy trucks",
+    "people who tend gardens": "gardeners",
+    "young plants": "seedlings",
+    "motors": "hot engines",
+}
+
+
+def test_concept_name_vectors_find_a_name_written_otherwise_with_the_real_model(tmp_path: Path) -> None:
+    from granrag_mcp.embedding.embedder import SentenceTransformerEmbedder
+
+    model = SentenceTransformerEmbedder()
+    stand_in = FakeEmbedder(dimension=model.dimension)  # the sentences' vectors play no part in the names'
+    index(graph_corpus.write(tmp_path / "corpus"), tmp_path / "store", embedder=stand_in)
+    snapshot = Snapshot.open(tmp_path / "store")
+    built = tmp_path / "built"
+    built.mkdir()
+    graph = write_generation_graph(
+        built, None, snapshot.catalog, {}, snapshot.vectors["narrow"].reconstruct, model.embed, model.dimension
+    )
+    names = [str(name).lower() for name in graph.names]
+    assert set(PARAPHRASED_NAMES.values()) <= set(names)
+    queries = model.embed(list(PARAPHRASED_NAMES))
+    for (written, concept), query in zip(PARAPHRASED_NAMES.items(), queries):
+        top = [names[row] for row in np.argsort(-(graph.vectors @ query), kind="stable")[:5]]
+        assert concept in top, (written, top)

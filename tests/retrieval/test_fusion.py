@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from granrag_mcp.retrieval.fusion import Contribution, FusedItem, reciprocal_rank_fusion
+from granrag_mcp.retrieval.fusion import Contribution, FusedItem, fused_rank, reciprocal_rank_fusion
 
 
 def by_key(items: list[FusedItem[str]]) -> dict[str, FusedItem[str]]:
@@ -196,3 +196,25 @@ def test_item_first_in_every_list_ends_first(tails, winner, k) -> None:
     lists = {f"list{i}": [(winner, 1.0), *((key, 0.5) for key in tail)] for i, tail in enumerate(tails)}
 
     assert reciprocal_rank_fusion(lists, k=k)[0].key == winner
+
+
+# Few keys and few ranks, so that lists share keys, repeat them and tie on fused scores; weights include 0.
+_ranked_lists = st.dictionaries(
+    st.sampled_from(["dense", "lexical", "mid_dense", "mid_lexical"]),
+    st.lists(st.tuples(st.integers(0, 12), st.floats(-1.0, 1.0)), max_size=10),
+    min_size=1,
+)
+
+
+@given(_ranked_lists, st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=4, max_size=4), st.integers(1, 70))
+def test_fused_rank_is_the_rank_the_fusion_gives_the_key(lists, weight_values, k) -> None:
+    weights = dict(zip(lists, weight_values))
+    fused = [item.key for item in reciprocal_rank_fusion(lists, weights=weights, k=k)]
+    for key in range(14):  # every key the lists hold, and some they do not
+        assert fused_rank(lists, weights, k, key) == (fused.index(key) + 1 if key in fused else None)
+
+
+def test_fused_rank_breaks_an_exact_tie_as_the_fusion_does() -> None:
+    lists = {"a": [(1, 0.9), (2, 0.8)], "b": [(2, 0.9), (1, 0.8)]}  # 1 and 2 tie on score and best rank
+    assert [item.key for item in reciprocal_rank_fusion(lists, k=60)] == [1, 2]
+    assert (fused_rank(lists, {}, 60, 1), fused_rank(lists, {}, 60, 2)) == (1, 2)
