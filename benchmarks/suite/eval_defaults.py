@@ -15,8 +15,8 @@ answer's first character (`granrag_mcp.evaluation.metrics`); hrr_search is score
 `versus` sets each default beside every list of its tool, question by question: the mean gap in HR@5 and in
 reciprocal rank (MRR@5) with its paired standard error, and a two-sided sign test over the questions where the two
 differ; `below` names the defaults that fall below a list of their own level (`indexing/adapt.py` own_level_lists)
-by more than `NOISE_Z` paired standard errors on either measure, so a gap within the questions' noise is not
-called a loss.
+on either measure by more than `NOISE_Z` paired standard errors with a sign test under `SIGN_P`, so a gap within
+the questions' noise is not called a loss.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from benchmarks import _common  # noqa: E402
 K = 5
 NOISE_Z = 2.0
 """Paired standard errors a default must fall below a list by before `below` names it (about a 95 % interval)."""
+SIGN_P = 0.05
+"""The sign test's p a loss must also fall under before `below` names it."""
 
 
 def alone(names: tuple[str, ...], name: str) -> dict[str, float]:
@@ -100,27 +102,35 @@ def agreement(measured: dict, table: dict) -> dict:
 
 def paired(default: list[int | None], other: list[int | None]) -> dict[str, float | int]:
     """The default's mean gain over another arm on the same questions in HR@K and in reciprocal rank at K, each with
-    its paired standard error, and the sign test over the questions whose reciprocal ranks differ."""
+    its paired standard error and a two-sided sign test over the questions where the two differ on it."""
     import numpy as np
     from scipy.stats import binomtest
 
     from granrag_mcp.indexing.fusion_shape import paired_noise
 
-    def scores(ranks: list[int | None]) -> tuple[np.ndarray, np.ndarray]:
-        hit = np.array([1.0 if r is not None and r <= K else 0.0 for r in ranks])
-        return hit, np.array([1.0 / r if r is not None and r <= K else 0.0 for r in ranks])
+    def scores(ranks: list[int | None]) -> dict[str, np.ndarray]:
+        kept = [r if r is not None and r <= K else None for r in ranks]
+        return {
+            "hr": np.array([0.0 if r is None else 1.0 for r in kept]),
+            "mrr": np.array([0.0 if r is None else 1.0 / r for r in kept]),
+        }
 
-    (hit_a, rr_a), (hit_b, rr_b) = scores(default), scores(other)
-    wins, losses = int((rr_a > rr_b).sum()), int((rr_a < rr_b).sum())
-    return {
-        f"hr{K}_gain": round(float((hit_a - hit_b).mean()), 4),
-        f"hr{K}_se": round(paired_noise(hit_a - hit_b), 4),
-        f"mrr{K}_gain": round(float((rr_a - rr_b).mean()), 4),
-        f"mrr{K}_se": round(paired_noise(rr_a - rr_b), 4),
-        "wins": wins,
-        "losses": losses,
-        "sign_p": round(float(binomtest(wins, wins + losses).pvalue), 4) if wins + losses else 1.0,
-    }
+    mine, theirs = scores(default), scores(other)
+    out: dict[str, float | int] = {}
+    for measure in ("hr", "mrr"):
+        gain = mine[measure] - theirs[measure]
+        wins, losses = int((gain > 0).sum()), int((gain < 0).sum())
+        out[f"{measure}{K}_gain"] = round(float(gain.mean()), 4)
+        out[f"{measure}{K}_se"] = round(paired_noise(gain), 4)
+        out[f"{measure}{K}_wins"], out[f"{measure}{K}_losses"] = wins, losses
+        out[f"{measure}{K}_sign_p"] = round(float(binomtest(wins, wins + losses).pvalue), 4) if wins + losses else 1.0
+    return out
+
+
+def beyond_noise(gap: dict, measure: str) -> bool:
+    """A loss on `measure` both tests call more than noise: below by more than `NOISE_Z` paired standard errors, and
+    the sign test's p under `SIGN_P` (the standard error alone misjudges gaps made by a handful of questions)."""
+    return gap[f"{measure}{K}_gain"] < -NOISE_Z * gap[f"{measure}{K}_se"] and gap[f"{measure}{K}_sign_p"] < SIGN_P
 
 
 def versus(ranks: dict[str, list[int | None]]) -> tuple[dict[str, dict], list[str]]:
@@ -141,7 +151,7 @@ def versus(ranks: dict[str, list[int | None]]) -> tuple[dict[str, dict], list[st
         own = own_level_lists(fusion_of.get(tool, ""), tuple(lists))
         out[name] = {other: {**paired(found, r), "own_level": other in own} for other, r in lists.items()}
         for other, gap in out[name].items():
-            if gap["own_level"] and any(gap[f"{m}{K}_gain"] < -NOISE_Z * gap[f"{m}{K}_se"] for m in ("hr", "mrr")):
+            if gap["own_level"] and any(beyond_noise(gap, measure) for measure in ("hr", "mrr")):
                 below.append(f"{name} < {other}")
     return out, below
 

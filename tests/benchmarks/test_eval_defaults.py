@@ -13,8 +13,8 @@ def test_paired_gains_count_the_same_questions() -> None:
     # reciprocal ranks at 5: default 1, 1, 0, 0.5, 0; other 0.5, 1, 1, 0.5, 0
     assert found[f"mrr{K}_gain"] == round((0.5 - 1.0) / 5, 4)
     assert found[f"hr{K}_gain"] == round(-1 / 5, 4)
-    assert (found["wins"], found["losses"]) == (1, 1)
-    assert found["sign_p"] == 1.0
+    assert (found[f"mrr{K}_wins"], found[f"mrr{K}_losses"]) == (1, 1) and found[f"mrr{K}_sign_p"] == 1.0
+    assert (found[f"hr{K}_wins"], found[f"hr{K}_losses"]) == (0, 1)
 
 
 def test_a_clear_loss_to_an_own_level_list_is_named_and_noise_is_not() -> None:
@@ -26,9 +26,13 @@ def test_a_clear_loss_to_an_own_level_list_is_named_and_noise_is_not() -> None:
         "search_fused @ mid: default": [3] * n,
         "search_fused @ mid: narrow_lexical": [1] * n,  # another level's list: not the default's own part
         "search_fused @ mid: mid_lexical": [3] * n,
+        "hrr_search @ broad: default": [1] * (n - 5) + [2] * 5,
+        "hrr_search @ broad: mid_lexical": [1] * n,  # five questions apart: beyond 2 SE, not the sign test
     }
     table, below = versus(ranks)
     assert below == ["search_level @ mid: default < mid_dense"]
     assert table["search_fused @ mid: default"]["narrow_lexical"]["own_level"] is False
     assert table["search_fused @ mid: default"]["mid_lexical"]["own_level"] is True
-    assert table["search_level @ mid: default"]["mid_dense"]["losses"] == n
+    assert table["search_level @ mid: default"]["mid_dense"][f"mrr{K}_losses"] == n
+    five = table["hrr_search @ broad: default"]["mid_lexical"]
+    assert five[f"mrr{K}_gain"] < -2 * five[f"mrr{K}_se"] and five[f"mrr{K}_sign_p"] > 0.05
