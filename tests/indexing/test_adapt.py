@@ -431,10 +431,15 @@ def test_a_share_keeps_the_reference_unless_the_calibration_moves_it_beyond_its_
     assert share == calibrated_share(reference, "rrf", 0.4, 0.9) < 0.3
 
 
-def test_the_shipped_reference_names_the_rrf_constant_search_fused_keeps():
+def test_the_shipped_reference_names_the_rrf_constant_of_every_fusion_that_mixes_two_kinds_of_list():
     from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
+    from granrag_mcp.retrieval.hrr import HRR_FUSION
 
     reference = Reference.read()
+    # hrr's constant is its own (HRR_RRF_K), not adapted; a share of 0 or 1 weighs one kind of list alone
+    mixing = [f for f, share in reference.shares.items() if 0.0 < share < 1.0 and f != HRR_FUSION]
+    assert sorted(mixing) == ["level_narrow", "rrf"]
+    assert all(fusion in reference.rrf_ks for fusion in mixing)
     assert reference.rrf_k("rrf") == 20 and reference.rrf_k("level_narrow") == DEFAULT_RRF_K
     assert Reference("ref", {}, {}, {}).rrf_k("rrf") == DEFAULT_RRF_K
 
