@@ -219,10 +219,7 @@ def main() -> int:
     result["versus"], result["below"] = versus(ranks)
     for name, row in table.items():
         print(f"{name:55s} HR@{K} {row[f'HR@{K}']:.3f}  MRR@{K} {row[f'MRR@{K}']:.3f}", file=sys.stderr)
-    print(
-        f"below a list of its own level by more than {NOISE_Z:g} paired SE: {result['below'] or 'none'}",
-        file=sys.stderr,
-    )
+    print(f"below an own-level list beyond the noise: {result['below'] or 'none'}", file=sys.stderr)
     _common.conclude(args, result)
     return 0
 
