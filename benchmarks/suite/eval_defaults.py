@@ -134,8 +134,8 @@ def beyond_noise(gap: dict, measure: str) -> bool:
 
 
 def versus(ranks: dict[str, list[int | None]]) -> tuple[dict[str, dict], list[str]]:
-    """Every default (of the store's adaptation and of each form's) against each list of its tool, and which of
-    them fall below a list of their own level by more than `NOISE_Z` paired standard errors."""
+    """Every default (of the store's adaptation and of each form's) against each list of its tool (a form's also
+    against the store's own default), and which of them fall below a list of their own level beyond the noise."""
     from granrag_mcp.indexing.adapt import own_level_lists
 
     fusion_of = {tool: fusion for fusion, tool in TOOL_OF_FUSION.items()}
@@ -150,6 +150,8 @@ def versus(ranks: dict[str, list[int | None]]) -> tuple[dict[str, dict], list[st
         }
         own = own_level_lists(fusion_of.get(tool, ""), tuple(lists))
         out[name] = {other: {**paired(found, r), "own_level": other in own} for other, r in lists.items()}
+        if arm != "default":  # an adaptation made now, beside the store's own on the same questions
+            out[name]["stored default"] = {**paired(found, ranks[f"{tool}: default"]), "own_level": False}
         for other, gap in out[name].items():
             if gap["own_level"] and any(beyond_noise(gap, measure) for measure in ("hr", "mrr")):
                 below.append(f"{name} < {other}")

@@ -28,11 +28,13 @@ def test_a_clear_loss_to_an_own_level_list_is_named_and_noise_is_not() -> None:
         "search_fused @ mid: mid_lexical": [3] * n,
         "hrr_search @ broad: default": [1] * (n - 5) + [2] * 5,
         "hrr_search @ broad: mid_lexical": [1] * n,  # five questions apart: beyond 2 SE, not the sign test
+        "search_level @ mid: default (half)": [1] * n,
     }
     table, below = versus(ranks)
     assert below == ["search_level @ mid: default < mid_dense"]
     assert table["search_fused @ mid: default"]["narrow_lexical"]["own_level"] is False
     assert table["search_fused @ mid: default"]["mid_lexical"]["own_level"] is True
     assert table["search_level @ mid: default"]["mid_dense"][f"mrr{K}_losses"] == n
+    assert table["search_level @ mid: default (half)"]["stored default"][f"mrr{K}_gain"] == 0.5
     five = table["hrr_search @ broad: default"]["mid_lexical"]
     assert five[f"mrr{K}_gain"] < -2 * five[f"mrr{K}_se"] and five[f"mrr{K}_sign_p"] > 0.05
