@@ -7,13 +7,14 @@ one sentence's content words (about half of them, in their order), which is what
 sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. The sentences are drawn
 by a seeded hash of their text, not by their place in the store, so an edit elsewhere (a document added, a sentence
 parted) leaves every other draw as it was and cannot move the weights through the sample alone. Each fusion's dense
-share is the reference's (`Reference`), moved by how much more or less the store's pseudo-queries favour its dense
-lists than the reference's did (`calibrated_share`), where that move is larger than `DEPART_Z` standard errors over
-resamples of the pseudo-queries; within it the reference's share stays (`noise_aware_share`), so a store like the
-reference keeps the reference's settings whatever the draw. The candidate ranker's embedding features get the factor
-the pseudo-queries rank best where it beats 1 by more than the paired noise of the sample. With the weights set,
-`search_fused`'s and the single-level fusions' RRF constant and the depth of their dense lists are chosen on the
-same pseudo-queries (`fusion_shape.py`).
+share is the reference's (`Reference`, the one tuned with the store's embedding model: `MODEL_REFERENCES`), moved by
+how much more or less the store's pseudo-queries favour its dense lists than the reference's did
+(`calibrated_share`), where that move is larger than `DEPART_Z` standard errors over resamples of the
+pseudo-queries; within it the reference's share stays (`noise_aware_share`), so a store like the reference keeps the
+reference's settings whatever the draw. The candidate ranker's embedding features get the factor the pseudo-queries
+rank best where it beats 1 by more than the paired noise of the sample. With the weights set, `search_fused`'s and
+the single-level fusions' RRF constant and the depth of their dense lists are chosen on the same pseudo-queries
+(`fusion_shape.py`).
 
 Never below its own parts: a fusion whose chosen mix ranks the pseudo-queries' targets below one of the lists of its
 own level alone (`own_level_lists`), against what the mix gained over it on the reference corpus, by more than the
