@@ -48,7 +48,8 @@ _OPENERS = "\"'“‘([«"
 # Possessive quantifiers and the lookbehind keep this linear on long runs of punctuation:
 # only the first character of a run can start a match.
 _SENTENCE_END = re.compile(r"(?<![.!?…])([.!?…]++)[\"'”’)\]»]*+(?=\s|\Z)")
-_LIST_MARKERS = r"[-*+•‣◦▪]|\d{1,3}[.)]|\(?[A-Za-z]\)|\(\d{1,3}\)"
+# Any alphabet's letter opens an item ("a)", "б)", "(γ)"), as inline (`long_sentences.RULE.enumerator`).
+_LIST_MARKERS = r"[-*+•‣◦▪]|\d{1,3}[.)]|\(?[^\W\d_]\)|\(\d{1,3}\)"
 _LIST_NUMBERS = r"\d{1,3}\.|[A-Za-z]\."
 _HEADING = re.compile(r"#{1,6}(?=\s|\Z)")
 _RULE = re.compile(r"([-=_*~])\1{2,}")
@@ -188,44 +189,101 @@ class _LinePatterns:
     clause_break: re.Pattern[str]
     """Where a clause of a long sentence ends: after a semicolon, or before an inline enumerator."""
     enumerator: re.Pattern[str]
-    """An inline enumerator, after whitespace and before it."""
+    """An inline enumerator, after whitespace and before it, or a script's own wherever it stands."""
     field_label: re.Pattern[str]
+    unspaced_letter: re.Pattern[str] | None
+    """A letter of a script written without spaces, which is no enumerator's letter."""
+    measured: tuple[tuple[re.Pattern[str], float], ...]
+    """For each script measured in letters: one of its letters, and how many make a word."""
+    any_measured: re.Pattern[str] | None
 
 
 @lru_cache(maxsize=1)
 def _line_patterns() -> _LinePatterns:
     rule = long_sentences.RULE
-    marks = re.escape(rule.breaks_after)
-    return _LinePatterns(
-        list_marker=re.compile(f"(?:{_LIST_MARKERS}|{rule.roman_item})(?=\\s|\\Z)"),
-        list_number=re.compile(f"{_LIST_NUMBERS}|{rule.roman_item}"),
-        clause_break=re.compile(f"(?<=[{marks}])\\s+|\\s+(?=(?:{rule.enumerator})\\s)"),
-        field_label=re.compile(rule.field_label),
-        enumerator=re.compile(f"(?<=\\s)(?:{rule.enumerator})(?=\\s)"),
+    scripts = rules()
+    marks = re.escape(rule.breaks_after + "".join(script.clause_marks for script in scripts))
+    # A mark that is a script's question mark after its letters ends no clause there (Greek ";").
+    vetoes = "".join(
+        f"(?<![{script.letters}][{re.escape(script.marks_after_letters)}])"
+        for script in scripts
+        if script.marks_after_letters and script.letters
     )
+    after_marks = [f"(?<=[{marks}]){vetoes}\\s+"]
+    after_marks += [
+        f"(?<=[{script.letters}][{re.escape(script.clause_marks_after_letters)}])\\s+"
+        for script in scripts
+        if script.clause_marks_after_letters
+    ]
+    own = "|".join(f"(?:{script.enumerators})" for script in scripts if script.enumerators)
+    before_enumerator = [f"\\s+(?=(?:{rule.enumerator})\\s)"] + ([f"\\s*+(?={own})"] if own else [])
+    enumerator = f"(?<=\\s)(?:{rule.enumerator})(?=\\s)" + (f"|{own}" if own else "")
+    unspaced = "".join(script.letters for script in scripts if script.unspaced)
+    measured = tuple(
+        (re.compile(f"[{script.letters}]"), script.characters_per_word)
+        for script in scripts
+        if script.characters_per_word
+    )
+    measured_letters = "".join(script.letters for script in scripts if script.characters_per_word)
+    return _LinePatterns(
+        list_marker=re.compile(f"(?:{_LIST_MARKERS}|{rule.roman_item})(?=\\s|\\Z)" + (f"|{own}" if own else "")),
+        list_number=re.compile(f"{_LIST_NUMBERS}|{rule.roman_item}"),
+        clause_break=re.compile("|".join(after_marks + before_enumerator)),
+        field_label=re.compile(rule.field_label),
+        enumerator=re.compile(enumerator),
+        unspaced_letter=re.compile(f"[{unspaced}]") if unspaced else None,
+        measured=measured,
+        any_measured=re.compile(f"[{measured_letters}]") if measured_letters else None,
+    )
+
+
+def _opens_clause(match: re.Match[str], patterns: _LinePatterns) -> bool:
+    """Whether an enumerator's match opens a clause: its letter, if any, is lower case or uncased, and not one of a
+    script written without spaces (`long_sentences.RULE.enumerator`)."""
+    letter = match.groupdict().get("letter")
+    if letter is None:
+        return True
+    unspaced = patterns.unspaced_letter
+    return not letter.isupper() and (unspaced is None or unspaced.match(letter) is None)
+
+
+def _length(text: str, patterns: _LinePatterns) -> float:
+    """Words of `text`: its whitespace-parted words, where a word of a script written without spaces counts its
+    letters over the script's letters per word."""
+    words = text.split()
+    if patterns.any_measured is None or patterns.any_measured.search(text) is None:
+        return len(words)
+    length = 0.0
+    for word in words:
+        letters = sum(len(letter.findall(word)) / per_word for letter, per_word in patterns.measured)
+        length += letters or 1
+    return length
 
 
 def _clauses(text: str, span: Span) -> list[Span]:
     """The span, or its clauses when it is a sentence longer than the rule's `min_words` with an enumeration."""
     rule = long_sentences.RULE
-    start, end = span
-    if len(text[start:end].split()) <= rule.min_words:
-        return [span]
     patterns = _line_patterns()
-    enumerators = itertools.islice(patterns.enumerator.finditer(text, start, end), rule.min_enumerators)
-    if sum(1 for _ in enumerators) < rule.min_enumerators:
+    start, end = span
+    if _length(text[start:end], patterns) <= rule.min_words:
+        return [span]
+    opening = (match for match in patterns.enumerator.finditer(text, start, end) if _opens_clause(match, patterns))
+    if sum(1 for _ in itertools.islice(opening, rule.min_enumerators)) < rule.min_enumerators:
         return [span]
     pieces: list[Span] = []
     piece_start = start
     for match in patterns.clause_break.finditer(text, start, end):
-        pieces.append((piece_start, match.start()))
+        if not _opens_clause(match, patterns):
+            continue
+        if match.start() > piece_start:  # a script's enumerator right after another break opens no empty clause
+            pieces.append((piece_start, match.start()))
         piece_start = match.end()
     pieces.append((piece_start, end))
     merged: list[Span] = []
     for piece in pieces:
-        if merged and len(text[merged[-1][0] : merged[-1][1]].split()) < rule.min_clause_words:
+        if merged and _length(text[merged[-1][0] : merged[-1][1]], patterns) < rule.min_clause_words:
             merged[-1] = (merged[-1][0], piece[1])  # a short first clause joins the next
-        elif merged and len(text[piece[0] : piece[1]].split()) < rule.min_clause_words:
+        elif merged and _length(text[piece[0] : piece[1]], patterns) < rule.min_clause_words:
             merged[-1] = (merged[-1][0], piece[1])
         else:
             merged.append(piece)
