@@ -280,13 +280,18 @@ def _clauses(text: str, span: Span) -> list[Span]:
         piece_start = match.end()
     pieces.append((piece_start, end))
     merged: list[Span] = []
+    lengths: list[float] = []  # each merged clause's length, kept so that a run of short pieces merges in linear time
     for piece in pieces:
-        if merged and _length(text[merged[-1][0] : merged[-1][1]], patterns) < rule.min_clause_words:
-            merged[-1] = (merged[-1][0], piece[1])  # a short first clause joins the next
-        elif merged and _length(text[piece[0] : piece[1]], patterns) < rule.min_clause_words:
-            merged[-1] = (merged[-1][0], piece[1])
+        length = _length(text[piece[0] : piece[1]], patterns)
+        if merged and (lengths[-1] < rule.min_clause_words or length < rule.min_clause_words):
+            merged[-1] = (
+                merged[-1][0],
+                piece[1],
+            )  # a short first clause joins the next, a short later one its previous
+            lengths[-1] += length
         else:
             merged.append(piece)
+            lengths.append(length)
     return merged
 
 

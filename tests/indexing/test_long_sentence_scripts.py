@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from granrag_mcp.indexing.sentences import split_sentences
-from tests.indexing.test_sentences import assert_span_invariants
+from tests.indexing.test_sentences import assert_span_invariants, hang_guard
 
 
 def sentences(text: str) -> list[str]:
@@ -177,3 +177,13 @@ def test_list_items_of_any_alphabet_open_at_the_start_of_a_line() -> None:
         "（一）支付租金；",
         "（二）返还房屋。",
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["（一）" * 100_000, "①" * 200_000, "а) " * 100_000, "إلخ؛ " * 100_000, "中 (1)" * 100_000, "α· " * 100_000],
+    ids=str.__len__,
+)
+def test_pathological_enumerations_do_not_hang(text: str) -> None:
+    with hang_guard(seconds=120):
+        assert_span_invariants(text)
