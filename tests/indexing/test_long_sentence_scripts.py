@@ -181,7 +181,15 @@ def test_list_items_of_any_alphabet_open_at_the_start_of_a_line() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["（一）" * 100_000, "①" * 200_000, "а) " * 100_000, "إلخ؛ " * 100_000, "中 (1)" * 100_000, "α· " * 100_000],
+    [
+        "（一）" * 100_000,
+        "①" * 200_000,
+        "а) " * 100_000,
+        "إلخ؛ " * 100_000,
+        "中 (1)" * 100_000,
+        "α· " * 100_000,
+        "中" + "x" * 300_000 + " 中",
+    ],
     ids=str.__len__,
 )
 def test_pathological_enumerations_do_not_hang(text: str) -> None:

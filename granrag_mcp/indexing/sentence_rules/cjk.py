@@ -20,7 +20,7 @@ RULE = ScriptRule(
     # the Latin rule's, with whitespace around it.
     enumerators=(
         r"（(?:[一二三四五六七八九十]{1,3}|[0-9０-９]{1,2}|[ア-ン])）|\((?:[一二三四五六七八九十]{1,3}|[ア-ン])\)"
-        r"|(?<=[\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff])\([0-9]{1,2}\)"
+        r"|\((?<=[\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]\()[0-9]{1,2}\)"
         r"|[\u2460-\u2473\u2474-\u2487\u3220-\u3229]"
     ),
     characters_per_word=1.6,
