@@ -14,7 +14,10 @@ A line that ends without punctuation is a title only when it is short: legal and
 text wraps before its capitalised defined terms (a line ending in "this" before one that
 starts "License"). A long sentence with an inline enumeration is then parted into its
 clauses, after semicolons and before the enumerators ("(a)", "(ii)"), and Roman
-numerals open list items (`indexing/sentence_rules/long_sentences`).
+numerals open list items (`indexing/sentence_rules/long_sentences`). That holds in every
+script: an enumerator's letter is any alphabet's ("а)", "(α)", "(أ)", "(क)"), and each script
+rule adds its own clause marks (the Arabic semicolon), enumerators ("（一）", "①") and, for
+text without spaces, how many letters make a word.
 
 Other scripts add their own boundaries (`indexing/sentence_rules`, one module per script
 family): full stops that need no space after them (。 ।), marks that end a sentence only
@@ -196,6 +199,7 @@ class _LinePatterns:
     measured: tuple[tuple[re.Pattern[str], float], ...]
     """For each script measured in letters: one of its letters, and how many make a word."""
     any_measured: re.Pattern[str] | None
+    """A letter of any script measured in letters (none: every word counts one)."""
     measured_word: re.Pattern[str] | None
     """A whitespace-parted word that holds a letter of a script measured in letters."""
 
@@ -288,10 +292,8 @@ def _clauses(text: str, span: Span) -> list[Span]:
     for piece in pieces:
         length = _length(text[piece[0] : piece[1]], patterns)
         if merged and (lengths[-1] < rule.min_clause_words or length < rule.min_clause_words):
-            merged[-1] = (
-                merged[-1][0],
-                piece[1],
-            )  # a short first clause joins the next, a short later one its previous
+            # A short first clause joins the next, a short later one the clause before it.
+            merged[-1] = (merged[-1][0], piece[1])
             lengths[-1] += length
         else:
             merged.append(piece)
