@@ -76,6 +76,26 @@ PARTED = [
     ),
     pytest.param(
         [
+            "借主は、契約期間中、次に掲げる義務を負うものとする",
+            "（ア）賃料を毎月末日までに貸主の指定する銀行口座に振り込むこと、",
+            "（イ）建物を善良な管理者の注意をもって使用し、これを損傷しないこと、",
+            "（ウ）契約が終了したときは建物を原状に回復して貸主に返還すること。",
+        ],
+        "",
+        id="japanese-katakana-items",
+    ),
+    pytest.param(
+        [
+            "임차인은 이 계약의 기간 동안 아래에 적힌 의무를 성실하게 지켜야 한다:",
+            "가) 매월 말일까지 임대인이 미리 지정한 은행 계좌로 정해진 차임을 빠짐없이 지급할 것,",
+            "나) 임차한 주택을 선량한 관리자의 주의로 사용하고 어떤 방식으로도 훼손하지 않을 것,",
+            "다) 계약이 끝나면 주택을 원래의 상태로 되돌려 놓은 다음 임대인에게 곧바로 반환할 것.",
+        ],
+        " ",
+        id="korean",
+    ),
+    pytest.param(
+        [
             "Le locataire s'engage pendant toute la durée du bail à respecter les obligations suivantes :",
             "a) payer le loyer aux dates convenues sur le compte indiqué par le bailleur;",
             "b) entretenir le logement et ne pas le dégrader de quelque manière que ce soit;",
