@@ -215,3 +215,17 @@ def test_list_items_of_any_alphabet_open_at_the_start_of_a_line() -> None:
 def test_pathological_enumerations_do_not_hang(text: str) -> None:
     with hang_guard(seconds=120):
         assert_span_invariants(text)
+
+
+def test_the_greek_ano_teleia_parts_clauses_in_either_code_point() -> None:
+    greek = next(param.values[0] for param in PARTED if param.id == "greek")
+    text = " ".join(greek).replace("\u00b7", "\u0387")
+    assert "\u0387" in text
+    assert sentences(text) == [clause.replace("\u00b7", "\u0387") for clause in greek]
+    # A middle dot after Latin letters is no clause mark: only the enumerators part this sentence.
+    latin = [
+        "Rules for guests: a) keep the keys of the rooms in the locked box near the front door · the porter "
+        "checks it each evening,",
+        "b) keep the gate shut at night · the garden closes at ten and opens again at seven in the morning.",
+    ]
+    assert sentences(" ".join(latin)) == latin
