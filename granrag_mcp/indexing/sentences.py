@@ -14,7 +14,10 @@ A line that ends without punctuation is a title only when it is short: legal and
 text wraps before its capitalised defined terms (a line ending in "this" before one that
 starts "License"). A long sentence with an inline enumeration is then parted into its
 clauses, after semicolons and before the enumerators ("(a)", "(ii)"), and Roman
-numerals open list items (`indexing/sentence_rules/long_sentences`).
+numerals open list items (`indexing/sentence_rules/long_sentences`). That holds in every
+script: an enumerator's letter is any alphabet's ("а)", "(α)", "(أ)", "(क)"), and each script
+rule adds its own clause marks (the Arabic semicolon), enumerators ("（一）", "①") and, for
+text without spaces, how many letters make a word.
 
 Other scripts add their own boundaries (`indexing/sentence_rules`, one module per script
 family): full stops that need no space after them (。 ।), marks that end a sentence only
@@ -48,7 +51,8 @@ _OPENERS = "\"'“‘([«"
 # Possessive quantifiers and the lookbehind keep this linear on long runs of punctuation:
 # only the first character of a run can start a match.
 _SENTENCE_END = re.compile(r"(?<![.!?…])([.!?…]++)[\"'”’)\]»]*+(?=\s|\Z)")
-_LIST_MARKERS = r"[-*+•‣◦▪]|\d{1,3}[.)]|\(?[A-Za-z]\)|\(\d{1,3}\)"
+# Any alphabet's letter opens an item ("a)", "б)", "(γ)"), as inline (`long_sentences.RULE.enumerator`).
+_LIST_MARKERS = r"[-*+•‣◦▪]|\d{1,3}[.)]|\(?[^\W\d_]\)|\(\d{1,3}\)"
 _LIST_NUMBERS = r"\d{1,3}\.|[A-Za-z]\."
 _HEADING = re.compile(r"#{1,6}(?=\s|\Z)")
 _RULE = re.compile(r"([-=_*~])\1{2,}")
@@ -188,47 +192,113 @@ class _LinePatterns:
     clause_break: re.Pattern[str]
     """Where a clause of a long sentence ends: after a semicolon, or before an inline enumerator."""
     enumerator: re.Pattern[str]
-    """An inline enumerator, after whitespace and before it."""
+    """An inline enumerator, after whitespace and before it, or a script's own wherever it stands."""
     field_label: re.Pattern[str]
+    unspaced_letter: re.Pattern[str] | None
+    """A letter of a script written without spaces, which is no enumerator's letter."""
+    measured: tuple[tuple[re.Pattern[str], float], ...]
+    """For each script measured in letters: one of its letters, and how many make a word."""
+    any_measured: re.Pattern[str] | None
+    """A letter of any script measured in letters (none: every word counts one)."""
+    measured_word: re.Pattern[str] | None
+    """A whitespace-parted word that holds a letter of a script measured in letters."""
 
 
 @lru_cache(maxsize=1)
 def _line_patterns() -> _LinePatterns:
     rule = long_sentences.RULE
-    marks = re.escape(rule.breaks_after)
-    return _LinePatterns(
-        list_marker=re.compile(f"(?:{_LIST_MARKERS}|{rule.roman_item})(?=\\s|\\Z)"),
-        list_number=re.compile(f"{_LIST_NUMBERS}|{rule.roman_item}"),
-        clause_break=re.compile(f"(?<=[{marks}])\\s+|\\s+(?=(?:{rule.enumerator})\\s)"),
-        field_label=re.compile(rule.field_label),
-        enumerator=re.compile(f"(?<=\\s)(?:{rule.enumerator})(?=\\s)"),
+    scripts = rules()
+    marks = re.escape(rule.breaks_after + "".join(script.clause_marks for script in scripts))
+    # A mark that is a script's question mark after its letters ends no clause there (Greek ";").
+    vetoes = "".join(
+        f"(?<![{script.letters}][{re.escape(script.marks_after_letters)}])"
+        for script in scripts
+        if script.marks_after_letters and script.letters
     )
+    after_marks = [f"(?<=[{marks}]){vetoes}\\s+"]
+    after_marks += [
+        f"(?<=[{script.letters}][{re.escape(script.clause_marks_after_letters)}])\\s+"
+        for script in scripts
+        if script.clause_marks_after_letters
+    ]
+    own = "|".join(f"(?:{script.enumerators})" for script in scripts if script.enumerators)
+    before_enumerator = [f"\\s+(?=(?:{rule.enumerator})\\s)"] + ([f"\\s*+(?={own})"] if own else [])
+    enumerator = f"(?<=\\s)(?:{rule.enumerator})(?=\\s)" + (f"|{own}" if own else "")
+    unspaced = "".join(script.letters for script in scripts if script.unspaced)
+    measured = tuple(
+        (re.compile(f"[{script.letters}]"), script.characters_per_word)
+        for script in scripts
+        if script.characters_per_word
+    )
+    measured_letters = "".join(script.letters for script in scripts if script.characters_per_word)
+    return _LinePatterns(
+        list_marker=re.compile(f"(?:{_LIST_MARKERS}|{rule.roman_item})(?=\\s|\\Z)" + (f"|{own}" if own else "")),
+        list_number=re.compile(f"{_LIST_NUMBERS}|{rule.roman_item}"),
+        clause_break=re.compile("|".join(after_marks + before_enumerator)),
+        field_label=re.compile(rule.field_label),
+        enumerator=re.compile(enumerator),
+        unspaced_letter=re.compile(f"[{unspaced}]") if unspaced else None,
+        measured=measured,
+        any_measured=re.compile(f"[{measured_letters}]") if measured_letters else None,
+        measured_word=re.compile(f"(?<!\\S)[^\\s{measured_letters}]*+[{measured_letters}]\\S*+")
+        if measured_letters
+        else None,
+    )
+
+
+def _opens_clause(match: re.Match[str], patterns: _LinePatterns) -> bool:
+    """Whether an enumerator's match opens a clause: its letter, if any, is lower case or uncased, and not one of a
+    script written without spaces (`long_sentences.RULE.enumerator`)."""
+    letter = match.groupdict().get("letter")
+    if letter is None:
+        return True
+    unspaced = patterns.unspaced_letter
+    return not letter.isupper() and (unspaced is None or unspaced.match(letter) is None)
+
+
+def _length(text: str, patterns: _LinePatterns) -> float:
+    """Words of `text`: its whitespace-parted words, where a word of a script written without spaces counts its
+    letters over the script's letters per word."""
+    words = len(text.split())
+    if text.isascii() or patterns.any_measured is None or patterns.any_measured.search(text) is None:
+        return words
+    # Whole-text counts rather than a loop over words: the same sum, with a few regex scans per sentence.
+    measured_words = len(patterns.measured_word.findall(text)) if patterns.measured_word is not None else 0
+    letters = sum(len(letter.findall(text)) / per_word for letter, per_word in patterns.measured)
+    return words - measured_words + letters
 
 
 def _clauses(text: str, span: Span) -> list[Span]:
     """The span, or its clauses when it is a sentence longer than the rule's `min_words` with an enumeration."""
     rule = long_sentences.RULE
-    start, end = span
-    if len(text[start:end].split()) <= rule.min_words:
-        return [span]
     patterns = _line_patterns()
-    enumerators = itertools.islice(patterns.enumerator.finditer(text, start, end), rule.min_enumerators)
-    if sum(1 for _ in enumerators) < rule.min_enumerators:
+    start, end = span
+    # No sentence is longer in words than in characters: most sentences are decided without measuring them.
+    if end - start <= rule.min_words or _length(text[start:end], patterns) <= rule.min_words:
+        return [span]
+    opening = (match for match in patterns.enumerator.finditer(text, start, end) if _opens_clause(match, patterns))
+    if sum(1 for _ in itertools.islice(opening, rule.min_enumerators)) < rule.min_enumerators:
         return [span]
     pieces: list[Span] = []
     piece_start = start
     for match in patterns.clause_break.finditer(text, start, end):
-        pieces.append((piece_start, match.start()))
+        if not _opens_clause(match, patterns):
+            continue
+        if match.start() > piece_start:  # a script's enumerator right after another break opens no empty clause
+            pieces.append((piece_start, match.start()))
         piece_start = match.end()
     pieces.append((piece_start, end))
     merged: list[Span] = []
+    lengths: list[float] = []  # each merged clause's length, kept so that a run of short pieces merges in linear time
     for piece in pieces:
-        if merged and len(text[merged[-1][0] : merged[-1][1]].split()) < rule.min_clause_words:
-            merged[-1] = (merged[-1][0], piece[1])  # a short first clause joins the next
-        elif merged and len(text[piece[0] : piece[1]].split()) < rule.min_clause_words:
+        length = _length(text[piece[0] : piece[1]], patterns)
+        if merged and (lengths[-1] < rule.min_clause_words or length < rule.min_clause_words):
+            # A short first clause joins the next, a short later one the clause before it.
             merged[-1] = (merged[-1][0], piece[1])
+            lengths[-1] += length
         else:
             merged.append(piece)
+            lengths.append(length)
     return merged
 
 

@@ -8,6 +8,9 @@
   paragraph-sized one. Sentences of ordinary length keep their semicolons.
 - List items: besides bullets, numbers and letters, lower-case Roman numerals ("ii.", "(iv)") open an item at the
   start of a line, as licences and statutes number their sub-items.
+- Every script: an enumerator's letter is any alphabet's ("а)", "(α)", "(أ)", "(क)"), and a script's own marks
+  are its rule's fields in `sentence_rules` (`ScriptRule.clause_marks`, `.enumerators`, `.characters_per_word`):
+  the Arabic semicolon, CJK bracketed and circled numbers, and a length in letters for text without spaces.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ class LongSentenceRule:
     breaks_after: str
     """Marks after which a clause ends (before whitespace)."""
     enumerator: str
-    """A regular expression of an inline enumerator that opens a clause, after whitespace and before it."""
+    """A regular expression of an inline enumerator that opens a clause, after whitespace and before it. Its
+    `letter` group, where it matched, must be a letter that is not upper case ("A)" is a sentence's or a grade's, not
+    an item's) nor one of a script written without spaces (an ideograph glossed in brackets)."""
     roman_item: str
     """A regular expression of a Roman-numeral marker that opens a list item at the start of a line."""
 
@@ -43,6 +48,6 @@ RULE = LongSentenceRule(
     min_enumerators=2,
     min_clause_words=5,
     breaks_after=";",
-    enumerator=r"\((?:[a-z]|[ivx]{1,5}|\d{1,2})\)|(?:[a-z]|\d{1,2})\)",
+    enumerator=r"\(?(?:(?P<letter>[^\W\d_])|\d{1,2})\)|\([ivx]{1,5}\)",
     roman_item=r"\(?[ivx]{1,5}[.)]",
 )
