@@ -48,13 +48,13 @@ import numpy as np
 from granrag_mcp.embedding.embedder import Embedder, ProgressCallback
 from granrag_mcp.embedding.queries import embed_queries
 from granrag_mcp.indexing.fusion_shape import (
-    CUTOFF,
     ByDepth,
     choose,
     choose_shape,
     dense_depths,
     is_dense,
     paired_noise,
+    reciprocal_of_rank,
     reciprocal_rank,
     reciprocal_ranks,
 )
@@ -235,11 +235,14 @@ def alone_ranks(
 ) -> list[int]:
     """`fused_ranks` at share 0 or 1; where one list alone has weight above 0 its own order, without fusing (the
     same ranks above the cutoff: its scores fall strictly with rank, the others' items score 0)."""
-    weights = share_weights(list(lists), share, factors)
+    lone = _lone_order(lists, share_weights(list(lists), share, factors))
+    return lone if lone is not None else fused_ranks(lists, share, k, factors)
+
+
+def _lone_order(lists: Mapping[str, Scored], weights: Mapping[str, float]) -> list[int] | None:
+    """The order of the one list weighted above 0, each chunk at its first place; None where several are fused."""
     kept = [scored for name, scored in lists.items() if weights[name] > 0]
-    if len(kept) == 1:
-        return list(dict.fromkeys(chunk_id for chunk_id, _ in kept[0]))
-    return fused_ranks(lists, share, k, factors)
+    return list(dict.fromkeys(chunk_id for chunk_id, _ in kept[0])) if len(kept) == 1 else None
 
 
 def alone_reciprocal_rank(
@@ -248,11 +251,10 @@ def alone_reciprocal_rank(
     """`reciprocal_rank(alone_ranks(...), target)`; where lists are fused, from the target's fused rank alone, which
     costs a fraction of the fused list (the adaptation asks it of every pseudo-query and fusion twice)."""
     weights = share_weights(list(lists), share, factors)
-    kept = [scored for name, scored in lists.items() if weights[name] > 0]
-    if len(kept) == 1:
-        return reciprocal_rank(list(dict.fromkeys(chunk_id for chunk_id, _ in kept[0])), target)
-    rank = fused_rank(lists, weights, k, target)
-    return 1.0 / rank if rank is not None and rank <= CUTOFF else 0.0
+    lone = _lone_order(lists, weights)
+    if lone is not None:
+        return reciprocal_rank(lone, target)
+    return reciprocal_of_rank(fused_rank(lists, weights, k, target))
 
 
 @dataclass(frozen=True)
@@ -571,8 +573,9 @@ def never_below_parts(
         return best if float(gain.mean()) - expected < -FALLBACK_Z * noise else None
     if float(gain.mean()) > noise:
         return None
-    heaviest = max((leaning or {}).get(name, 0.0) for name in alone)
-    leaned = [name for name in alone if (leaning or {}).get(name, 0.0) == heaviest]
+    weight = {name: (leaning or {}).get(name, 0.0) for name in alone}
+    heaviest = max(weight.values())
+    leaned = [name for name in alone if weight[name] == heaviest]
     return best if best in leaned or len(leaned) != 1 else leaned[0]
 
 

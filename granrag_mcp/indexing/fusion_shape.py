@@ -43,6 +43,11 @@ def reciprocal_rank(ranked: Sequence[int], target: int) -> float:
     return 0.0
 
 
+def reciprocal_of_rank(rank: int | None) -> float:
+    """A 1-based rank's reciprocal, 0 below the cutoff or where the target was not ranked."""
+    return 1.0 / rank if rank is not None and rank <= CUTOFF else 0.0
+
+
 def paired_noise(difference: np.ndarray) -> float:
     """The standard error of the mean of paired differences (each pseudo-query's score under two settings);
     infinite for fewer than two, where no difference is evidence."""
@@ -84,7 +89,7 @@ def reciprocal_ranks(
 ) -> np.ndarray:
     """Each run's reciprocal rank of its target in the weighted fusion, 0 below the cutoff."""
     ranks = (target_rank(lists, weights, k, target) for lists, target in zip(runs, targets))
-    return np.array([1.0 / rank if rank is not None and rank <= CUTOFF else 0.0 for rank in ranks])
+    return np.array([reciprocal_of_rank(rank) for rank in ranks])
 
 
 def choose_shape(

