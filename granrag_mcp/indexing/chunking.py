@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from granrag_mcp.indexing.sentences import split_sentences
+from granrag_mcp.indexing.sentences import sentence_clauses
 from granrag_mcp.outline import Section
 from granrag_mcp.records import ChunkSpan
 from granrag_mcp.settings import ChunkSettings
@@ -109,11 +109,12 @@ def mid_windows(
     at the `forced` tokens (section starts).
 
     Only a sentence longer than `size` tokens is cut inside, at the token limit, so a sentence is not split
-    across two mid chunks (and so into two narrow chunks) merely because a fixed window ended in it.
+    across two mid chunks (and so into two narrow chunks) merely because a fixed window ended in it; nor is a long
+    sentence between its clauses.
     """
     offset = int(bounds[begin])
     cuts = []
-    for sentence_start, _ in split_sentences(text[offset : int(bounds[end])]):
+    for (sentence_start, _), *_ in sentence_clauses(text[offset : int(bounds[end])]):
         token = token_at(bounds, offset + sentence_start)
         if begin < token < end:
             cuts.append(token)
@@ -144,6 +145,15 @@ def sentence_spans(
 ) -> Iterator[tuple[int, int, int]]:
     """Sentence spans inside text[start:end]; a sentence over `max_tokens` is cut at token boundaries, and none
     runs across a section start."""
+    for s_start, s_end, tokens, _ in marked_sentence_spans(text, start, end, tokenizer, max_tokens, section_starts):
+        yield s_start, s_end, tokens
+
+
+def marked_sentence_spans(
+    text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int, section_starts: Sequence[int] = ()
+) -> Iterator[tuple[int, int, int, bool]]:
+    """`sentence_spans`, each with whether it is a later clause of the sentence before it (a long sentence parted
+    into clauses, `sentences.sentence_clauses`), which a mid chunk does not start at."""
     edges = [start, *(s for s in section_starts if start < s < end), end]
     for a, b in zip(edges, edges[1:]):
         yield from _sentence_pieces(text, a, b, tokenizer, max_tokens)
@@ -151,8 +161,9 @@ def sentence_spans(
 
 def _sentence_pieces(
     text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int
-) -> Iterator[tuple[int, int, int]]:
-    for s_start, s_end in split_sentences(text[start:end]):
+) -> Iterator[tuple[int, int, int, bool]]:
+    clauses = [(clause, n > 0) for sentence in sentence_clauses(text[start:end]) for n, clause in enumerate(sentence)]
+    for (s_start, s_end), later_clause in clauses:
         s_start += start
         s_end += start
         bounds = tokenizer.boundaries(text[s_start:s_end])
@@ -165,4 +176,6 @@ def _sentence_pieces(
             # Trim whitespace the cut left at the edges so the span is the sentence text proper.
             p_start += len(piece) - len(piece.lstrip())
             p_stop -= len(piece) - len(piece.rstrip())
-            yield p_start, p_stop, p_end - p_begin
+            # A clause's first piece stays with the clause before it; the later pieces of an over-long one may part.
+            yield p_start, p_stop, p_end - p_begin, later_clause
+            later_clause = False

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from granrag_mcp.embedding.embedder import Embedder, ProgressCallback, TokenReducer
-from granrag_mcp.indexing.chunking import broad_windows, sentence_spans
+from granrag_mcp.indexing.chunking import broad_windows, marked_sentence_spans
 from granrag_mcp.outline import Section
 from granrag_mcp.records import ChunkSpan
 from granrag_mcp.settings import ChunkSettings, parse_override
@@ -42,6 +42,7 @@ class SentencePlan:
     broad: list[ChunkSpan]
     sentences: list[list[tuple[int, int, int]]]  # per broad chunk: (start, end, tokens), in order
     starts: list[list[int]] = field(default_factory=list)  # per broad chunk: sentences that begin a section
+    joined: list[list[bool]] = field(default_factory=list)  # per broad chunk: a later clause of the sentence before
 
     @property
     def texts_count(self) -> int:
@@ -74,8 +75,10 @@ def plan_document(
         if not text[start:end].strip():
             continue
         plan.broad.append(ChunkSpan("broad", len(plan.broad), start, end, b_end - b_begin, None))
-        sentences = list(sentence_spans(text, start, end, tokenizer, settings.sentence_max_tokens, section_starts))
+        marked = list(marked_sentence_spans(text, start, end, tokenizer, settings.sentence_max_tokens, section_starts))
+        sentences = [(a, b, tokens) for a, b, tokens, _ in marked]
         plan.sentences.append(sentences)
+        plan.joined.append([later for *_, later in marked])
         if sections:
             firsts = [a for a, _, _ in sentences]
             found = {bisect_left(firsts, s) for s in section_starts if start < s < end}
@@ -102,18 +105,28 @@ def smoothed_distances(vectors: np.ndarray, buffer: int = SMOOTHING) -> np.ndarr
     return (1.0 - np.sum(left * right, axis=1)).astype(np.float32)
 
 
-def boundaries(distances: np.ndarray, threshold: float) -> list[int]:
-    """Sentence indexes that start a new group: i + 1 for every distance i above the threshold."""
-    return [int(i) + 1 for i in np.flatnonzero(distances > threshold)]
+def boundaries(distances: np.ndarray, threshold: float, joined: Sequence[bool] = ()) -> list[int]:
+    """Sentence indexes that start a new group: i + 1 for every distance i above the threshold, unless sentence
+    i + 1 is a later clause of sentence i (`joined`)."""
+    return [int(i) + 1 for i in np.flatnonzero(distances > threshold) if not (joined and joined[int(i) + 1])]
 
 
-def pack(tokens: Sequence[int], begin: int, end: int, limit: int) -> list[tuple[int, int]]:
-    """Sentences [begin, end) cut greedily into runs of at most `limit` tokens (a longer sentence alone)."""
+def pack(tokens: Sequence[int], begin: int, end: int, limit: int, joined: Sequence[bool] = ()) -> list[tuple[int, int]]:
+    """Sentences [begin, end) cut greedily into runs of at most `limit` tokens (a longer sentence alone). A run
+    ends before a later clause (`joined`) only where the whole sentence does not fit: it ends at the sentence's
+    start instead when that keeps both runs within the limit."""
     runs, start, total = [], begin, 0
     for i in range(begin, end):
         if i > start and total + tokens[i] > limit:
-            runs.append((start, i))
-            start, total = i, 0
+            cut = i
+            if joined and joined[i]:
+                head = i
+                while head > start and joined[head]:
+                    head -= 1
+                if head > start and sum(tokens[head : i + 1]) <= limit:
+                    cut = head
+            runs.append((start, cut))
+            start, total = cut, sum(tokens[cut:i])
         total += tokens[i]
     if start < end:
         runs.append((start, end))
@@ -127,17 +140,21 @@ def group_sentences(
     max_tokens: int,
     min_tokens: int,
     starts: Sequence[int] = (),
+    joined: Sequence[bool] = (),
 ) -> list[tuple[int, int]]:
     """Runs [start, end) of sentence indexes: cut at the boundaries, at most max_tokens, small runs merged.
 
     `starts`: sentences that begin a section. Every one starts a run, and small runs merge only within their
     section, except a whole section shorter than min_tokens, which then merges with its nearer neighbour.
+    `joined`: sentences that are later clauses of the one before (a long sentence parted for the narrow level);
+    no run starts at one unless the whole sentence is longer than max_tokens.
     """
     n = len(tokens)
-    if n <= 2 and not starts:
-        return pack(tokens, 0, n, max_tokens)  # too few sentences to compare: fixed windows
-    cuts = sorted({0, *(boundaries(distances, threshold) if n > 2 else ()), *starts, n})
-    runs = [run for a, b in zip(cuts, cuts[1:]) for run in pack(tokens, a, b, max_tokens)]
+    whole = n - sum(joined)  # sentences, each parted one counted once
+    if whole <= 2 and not starts:
+        return pack(tokens, 0, n, max_tokens, joined)  # too few sentences to compare: fixed windows
+    cuts = sorted({0, *(boundaries(distances, threshold, joined) if whole > 2 else ()), *starts, n})
+    runs = [run for a, b in zip(cuts, cuts[1:]) for run in pack(tokens, a, b, max_tokens, joined)]
     walls = {0, *starts, n}
     runs = _merge_small(runs, tokens, distances, max_tokens, min_tokens, walls, across=False)
     if starts:
@@ -191,14 +208,20 @@ def semantic_spans(
         per_broad.append(vectors[offset : offset + len(sentences)])
         offset += len(sentences)
     distances = [smoothed_distances(v) for v in per_broad]
-    every = np.concatenate(distances) if distances else np.zeros(0)
+    joined = plan.joined or [[False] * len(sentences) for sentences in plan.sentences]
+    # The threshold is a percentile of the gaps between sentences: a parted sentence's inner gaps are no candidates.
+    between = [d[~np.asarray(j[1:], dtype=bool)] for d, j in zip(distances, joined)]
+    every = np.concatenate(between) if between else np.zeros(0)
     threshold = float(np.percentile(every, percentile)) if len(every) else float("inf")
     mid: list[ChunkSpan] = []
     narrow: list[ChunkSpan] = []
     for n, (broad, sentences, dist) in enumerate(zip(plan.broad, plan.sentences, distances)):
         tokens = [t for _, _, t in sentences]
         starts = plan.starts[n] if plan.starts else ()
-        for a, b in group_sentences(tokens, dist, threshold, settings.mid_tokens, settings.semantic_min_tokens, starts):
+        runs = group_sentences(
+            tokens, dist, threshold, settings.mid_tokens, settings.semantic_min_tokens, starts, joined[n]
+        )
+        for a, b in runs:
             mid_seq = len(mid)
             mid.append(ChunkSpan("mid", mid_seq, sentences[a][0], sentences[b - 1][1], sum(tokens[a:b]), broad.seq))
             for start, end, count in sentences[a:b]:

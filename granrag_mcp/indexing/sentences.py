@@ -177,10 +177,15 @@ def check_sentence_cap(path: Path, text: str, cap: int) -> None:
 def split_sentences(text: str) -> list[Span]:
     """(start, end) spans of the sentences of `text`, in order, stripped of whitespace; a long sentence parted
     into its clauses (`sentence_rules/long_sentences`)."""
+    return [clause for clauses in sentence_clauses(text) for clause in clauses]
+
+
+def sentence_clauses(text: str) -> list[list[Span]]:
+    """`split_sentences`' spans, one list per sentence: the sentence alone, or the clauses it is parted into."""
     spans: list[Span] = []
     for block_start, block_end in _blocks(text):
         _split_block(text, block_start, block_end, spans)
-    return [clause for span in spans for clause in _clauses(text, span)]
+    return [_clauses(text, span) for span in spans]
 
 
 @dataclass(frozen=True, slots=True)

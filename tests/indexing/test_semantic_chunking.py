@@ -21,6 +21,7 @@ from granrag_mcp.indexing.semantic_chunking import (
     semantic_spans,
     smoothed_distances,
 )
+from granrag_mcp.indexing.sentences import sentence_clauses
 from granrag_mcp.settings import Settings
 from granrag_mcp.store.store import Snapshot
 from granrag_mcp.tokens import get_tokenizer
@@ -71,6 +72,44 @@ def test_groups_are_bounded_above_and_small_ones_join_the_nearer_neighbour():
     assert all(sum(tokens[a:b]) <= 20 for a, b in group_sentences(tokens, np.zeros(5), 0.5, 20, 1))
     # one or two sentences: fixed windows
     assert group_sentences([10, 10], np.array([0.9]), 0.5, 100, 1) == [(0, 2)]
+
+
+def test_a_run_starts_at_a_later_clause_only_when_its_whole_sentence_does_not_fit():
+    tokens = [10] * 6
+    distances = np.array([0.1, 0.9, 0.1, 0.1, 0.8])  # topic changes before sentences 2 and 5 ...
+    joined = [False, False, True, False, False, True]  # ... which are later clauses of sentences 1 and 4
+    assert group_sentences(tokens, distances, 0.5, 100, 1, joined=joined) == [(0, 6)]
+    assert boundaries(distances, 0.5, joined) == [] and boundaries(distances, 0.5) == [2, 5]
+    # the maximum moves the cut back to the sentence's start, or cuts inside one longer than the maximum
+    assert group_sentences(tokens, np.zeros(5), 0.5, 25, 1, joined=joined) == [(0, 1), (1, 3), (3, 4), (4, 6)]
+    assert group_sentences([10, 10, 10, 10], np.zeros(3), 0.5, 25, 1, joined=[False, False, True, True]) == [
+        (0, 1),
+        (1, 3),
+        (3, 4),
+    ]
+
+
+def test_a_long_enumerated_sentence_is_parted_into_narrow_chunks_but_no_mid_starts_inside_it():
+    # Each clause in words of its own, so the largest distances of the document lie between clauses.
+    clauses = [
+        "apples pears plums cherries grapes melons",
+        "granite basalt marble slate quartz gneiss",
+        "violins cellos oboes trumpets harps flutes",
+        "comets nebulae quasars pulsars galaxies moons",
+    ]
+    sentence = "The licensee agrees that " + "; ".join(
+        f"({letter}) the {words} are listed in each annex of this agreement" for letter, words in zip("abcd", clauses)
+    )
+    prose = ["The agreement was signed by both parties in the spring of that year."] * 3
+    text = " ".join([*prose, sentence + ".", *prose])
+    later = {a for a, _ in sentence_clauses(text)[3][1:]}
+    assert len(later) == 3, sentence_clauses(text)[3]  # the rule parts it
+    settings = SEMANTIC.model_copy(update={"semantic_percentile": 50.0, "semantic_min_tokens": 1, "mid_tokens": 200})
+    [(spans, _, _)] = semantic_documents([("terms.md", text)], get_tokenizer(), settings, FakeEmbedder())
+    narrow_starts = {s.start for s in spans if s.level == "narrow"}
+    mid_starts = {s.start for s in spans if s.level == "mid"}
+    assert later <= narrow_starts  # each clause is a narrow chunk of its own
+    assert not later & mid_starts and len(mid_starts) > 1, (later, mid_starts)
 
 
 def test_overrides_pick_the_percentile_by_path_and_bad_ones_are_refused():
