@@ -6,7 +6,10 @@ one odd sentence does not make a boundary). A mid chunk ends after every distanc
 document's percentile threshold of all its distances (95 by default; overrides by path pattern, such as
 ``**/math/**=90``). Then sizes are bounded: a group over `mid_tokens` is cut greedily at sentence starts, a group
 under `semantic_min_tokens` joins the neighbour it is semantically nearer to (if that stays within the maximum),
-and a broad chunk of one or two sentences gets fixed windows (there is nothing to compare).
+and a broad chunk of one or two sentences gets fixed windows (there is nothing to compare). A long sentence that the
+sentence rules part into clauses (narrow chunks of their own) stays whole in its mid chunk: the gaps between its
+clauses are no boundaries and count in no percentile, so a mid chunk starts only where a sentence starts, unless
+the sentence alone is longer than `mid_tokens`.
 
 A document with headings is cut at them as well: every section start begins a new group, and only a section
 shorter than `semantic_min_tokens` merges with its nearer neighbour (see `group_sentences`); the broad chunks
