@@ -238,14 +238,16 @@ SHARED_GROUP = -1
 
 def cut_uses_vectors(plan: SentencePlan, settings: ChunkSettings) -> bool:
     """Whether the document's mid boundaries depend on its sentence vectors. They do not in a broad chunk of one
-    or two sentences and no section start (fixed windows: nothing to compare), nor in one whose sentences together
-    are under `semantic_min_tokens` (and within `mid_tokens`): every run of it is then too small and merges with a
-    neighbour until one mid holds them all, whichever distances chose the order of the merges."""
+    or two sentences (a parted one counted once) and no section start (fixed windows: nothing to compare), nor in
+    one whose sentences together are under `semantic_min_tokens` (and within `mid_tokens`): every run of it is then
+    too small and merges with a neighbour until one mid holds them all, whichever distances chose the order of the
+    merges."""
     for n, sentences in enumerate(plan.sentences):
         if plan.starts and plan.starts[n]:
             return True
         total = sum(tokens for _, _, tokens in sentences)
-        if len(sentences) > 2 and not (total < settings.semantic_min_tokens and total <= settings.mid_tokens):
+        whole = len(sentences) - (sum(plan.joined[n]) if plan.joined else 0)  # as `group_sentences` counts them
+        if whole > 2 and not (total < settings.semantic_min_tokens and total <= settings.mid_tokens):
             return True
     return False
 
